@@ -1,0 +1,99 @@
+"""Input checks shared by metrics and objectives.
+
+Every check names the problem and where it is (row, and query when offsets are known), so
+that a bad value is reported instead of turning into a NaN gradient.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _show(value: float) -> str:
+    return "NaN" if np.isnan(value) else repr(float(value))
+
+
+def _where(row: int, offsets: np.ndarray | None) -> str:
+    if offsets is None:
+        return f"row {row}"
+    query = int(np.searchsorted(offsets, row, side="right") - 1)
+    return f"row {row} (query {query})"
+
+
+def check_scores(y_pred, n_rows: int | None = None, offsets=None, name: str = "y_pred") -> np.ndarray:
+    """Return scores as contiguous float64, rejecting NaN/inf and wrong shapes."""
+    scores = np.asarray(y_pred)
+    if scores.ndim == 2 and scores.shape[1] == 1:
+        scores = scores[:, 0]
+    if scores.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {scores.shape}")
+    if n_rows is not None and scores.shape[0] != n_rows:
+        raise ValueError(f"{name} has {scores.shape[0]} rows but the labels have {n_rows}")
+    if scores.dtype.kind not in "fiub":
+        raise TypeError(f"{name} must be numeric, got dtype {scores.dtype}")
+    scores = np.ascontiguousarray(scores, dtype=np.float64)
+    if not np.isfinite(scores).all():
+        row = int(np.flatnonzero(~np.isfinite(scores))[0])
+        raise ValueError(f"{name} contains {_show(scores[row])} at {_where(row, offsets)}; scores must be finite")
+    return scores
+
+
+def check_labels(
+    y_true,
+    *,
+    offsets=None,
+    integer: bool = False,
+    max_label: float | None = None,
+    why: str = "",
+    name: str = "y_true",
+) -> np.ndarray:
+    """Return labels as contiguous float64.
+
+    Labels must be finite and non-negative; with ``integer`` they must be whole numbers, and
+    with ``max_label`` no larger than it. ``why`` completes the message (which setting needs it).
+    """
+    labels = np.asarray(y_true)
+    if labels.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {labels.shape}")
+    if labels.dtype.kind not in "fiub":
+        raise TypeError(f"{name} must be numeric, got dtype {labels.dtype}")
+    labels = np.ascontiguousarray(labels, dtype=np.float64)
+    if labels.size == 0:
+        return labels
+    bad = ~np.isfinite(labels)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{name} contains {_show(labels[row])} at {_where(row, offsets)}; labels must be finite")
+    if labels.min() < 0:
+        row = int(np.argmin(labels))
+        raise ValueError(f"{name} must be non-negative; {name}[{row}] = {labels[row]:g} at {_where(row, offsets)}")
+    if integer:
+        frac = labels != np.floor(labels)
+        if frac.any():
+            row = int(np.flatnonzero(frac)[0])
+            raise ValueError(
+                f"{name} must hold integers{why}; {name}[{row}] = {labels[row]:g} at {_where(row, offsets)}"
+            )
+    if max_label is not None and labels.max() > max_label:
+        row = int(np.argmax(labels))
+        raise ValueError(
+            f"{name}[{row}] = {labels[row]:g} at {_where(row, offsets)} exceeds the largest "
+            f"supported label {max_label:g}{why}"
+        )
+    return labels
+
+
+def check_weights(weight, n_rows: int, name: str = "weight") -> np.ndarray | None:
+    """Return per-row weights as float64, or None. Weights must be finite and non-negative."""
+    if weight is None:
+        return None
+    w = np.ascontiguousarray(np.asarray(weight, dtype=np.float64))
+    if w.ndim != 1 or w.shape[0] != n_rows:
+        raise ValueError(f"{name} has shape {w.shape} but there are {n_rows} rows")
+    if not np.isfinite(w).all():
+        row = int(np.flatnonzero(~np.isfinite(w))[0])
+        raise ValueError(f"{name} contains {_show(w[row])} at row {row}; weights must be finite")
+    if w.size and w.min() < 0:
+        row = int(np.argmin(w))
+        raise ValueError(f"{name} must be non-negative; {name}[{row}] = {w[row]:g}")
+    return w

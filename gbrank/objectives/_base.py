@@ -1,0 +1,215 @@
+"""The objective protocol shared by every gbrank loss, and its engine adapters.
+
+A gbrank objective is one callable object that serves three callers:
+
+* ``lgb.train(params={"objective": obj})`` calls ``obj(preds, train_set)``;
+* ``LGBMRanker(objective=obj)`` calls ``obj(y_true, y_pred, weight, group)`` (LightGBM counts
+  exactly four parameters of ``__call__``);
+* ``xgb.train(params, dtrain, obj=obj)`` calls ``obj(preds, dtrain)``.
+
+Each call reads labels, query groups and sample weights from what it is given, checks them,
+computes the gradient and hessian with a numba kernel, and returns float64 ``(grad, hess)``.
+
+Subclasses supply the math through three methods over validated flat arrays and int64 group
+offsets: ``_prepare`` (per-dataset work, cached), ``_grad_hess`` and ``_loss``. Nothing in a
+prepared state is written during an iteration, so one object can serve several trainings,
+sequential or concurrent.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_labels, check_scores, check_weights
+from ..groups import check_group
+
+_CACHE_SIZE = 4
+
+
+def _engine_of(obj: Any) -> str | None:
+    module = type(obj).__module__
+    if module.startswith("lightgbm") and hasattr(obj, "get_label"):
+        return "lightgbm"
+    if module.startswith("xgboost") and hasattr(obj, "get_uint_info"):
+        return "xgboost"
+    return None
+
+
+class RankingObjective:
+    """Base class of gbrank's ranking objectives.
+
+    Parameters
+    ----------
+    hess_floor : float
+        Lower bound applied to every row's hessian (after ``hess_scale``), so that no row
+        has zero curvature.
+    hess_scale : float
+        Factor on every row's hessian. Second-order engines divide the summed gradient by the
+        summed hessian, so the scale acts as a learning-rate on the Newton step; it also
+        brings hessian sums over XGBoost's ``min_child_weight`` (default 1).
+
+    Notes
+    -----
+    Sample weights multiply each row's gradient and hessian, as LightGBM's built-in ranking
+    objectives do. LightGBM gives one weight per row; XGBoost gives one weight per query,
+    which is spread to the query's rows.
+    """
+
+    #: Name of the factory that builds this objective (used in ``repr``).
+    factory: str = "objective"
+    #: Whether adding a constant to a query's scores leaves the loss unchanged.
+    shift_invariant: bool = True
+
+    def __init__(self, *, hess_floor: float = 1e-6, hess_scale: float = 1.0) -> None:
+        if not (np.isfinite(hess_floor) and hess_floor >= 0):
+            raise ValueError(f"hess_floor must be a finite number >= 0, got {hess_floor!r}")
+        if not (np.isfinite(hess_scale) and hess_scale > 0):
+            raise ValueError(f"hess_scale must be a finite number > 0, got {hess_scale!r}")
+        self.hess_floor = float(hess_floor)
+        self.hess_scale = float(hess_scale)
+        self._lock = threading.Lock()
+        self._cache: list[tuple[np.ndarray, np.ndarray, Any]] = []
+
+    # ----------------------------------------------------------------- subclass hooks
+    def _prepare(self, labels: np.ndarray, offsets: np.ndarray) -> Any:
+        """Per-dataset state computed once from labels and offsets; read-only afterwards."""
+        raise NotImplementedError
+
+    def _grad_hess(self, state: Any, scores: np.ndarray, grad: np.ndarray, hess: np.ndarray) -> None:
+        """Fill the raw gradient and hessian (before weights, scale and floor)."""
+        raise NotImplementedError
+
+    def _loss(self, state: Any, scores: np.ndarray) -> np.ndarray:
+        """Per-query loss values, float64 of shape (n_queries,)."""
+        raise NotImplementedError
+
+    def _params(self) -> dict[str, Any]:
+        """Constructor arguments shown by ``repr`` (subclasses extend)."""
+        return {"hess_floor": self.hess_floor, "hess_scale": self.hess_scale}
+
+    def _label_check(self, y_true, offsets: np.ndarray) -> np.ndarray:
+        """Validate labels; subclasses that need integer labels override this."""
+        return check_labels(y_true, offsets=offsets)
+
+    # ----------------------------------------------------------------- public API
+    def grad_hess(self, y_true, y_pred, group, weight=None) -> tuple[np.ndarray, np.ndarray]:
+        """Gradient and hessian of the loss with respect to the scores.
+
+        Parameters
+        ----------
+        y_true : array-like of shape (n_rows,)
+            Relevance labels.
+        y_pred : array-like of shape (n_rows,)
+            Current scores (raw margins). float32 is accepted and promoted.
+        group : array-like of shape (n_queries,)
+            Group sizes; the rows of a query are contiguous.
+        weight : array-like of shape (n_rows,), optional
+            Non-negative per-row sample weights.
+
+        Returns
+        -------
+        grad, hess : ndarray of float64, shape (n_rows,)
+        """
+        labels = np.asarray(y_true)
+        if labels.ndim != 1:
+            raise ValueError(f"y_true must be one-dimensional, got shape {labels.shape}")
+        n = labels.shape[0]
+        offsets = check_group(group, n)
+        state = self._state(labels, offsets)
+        scores = check_scores(y_pred, n, offsets)
+        weights = check_weights(weight, n)
+        return self._finish(state, scores, weights)
+
+    def loss(self, y_true, y_pred, group) -> float:
+        """Sum over queries of the per-query loss (sample weights do not enter)."""
+        labels = np.asarray(y_true)
+        if labels.ndim != 1:
+            raise ValueError(f"y_true must be one-dimensional, got shape {labels.shape}")
+        offsets = check_group(group, labels.shape[0])
+        state = self._state(labels, offsets)
+        scores = check_scores(y_pred, labels.shape[0], offsets)
+        return float(np.sum(self._loss(state, scores)))
+
+    def __call__(self, y_true, y_pred, weight=None, group=None):
+        """Engine entry point: ``(preds, Dataset)``, ``(preds, DMatrix)`` or LGBMRanker's four."""
+        engine = _engine_of(y_pred)
+        if engine == "lightgbm":
+            preds, data = y_true, y_pred
+            return self.grad_hess(data.get_label(), preds, data.get_group(), data.get_weight())
+        if engine == "xgboost":
+            preds, data = y_true, y_pred
+            return self._xgboost(preds, data)
+        return self.grad_hess(y_true, y_pred, group, weight)
+
+    # ----------------------------------------------------------------- internals
+    def _xgboost(self, preds, dmat):
+        labels = dmat.get_label()
+        ptr = dmat.get_uint_info("group_ptr")
+        if ptr.size < 2:
+            raise ValueError(
+                "the DMatrix has no query groups: build it with qid= or group=, "
+                "or call set_group() before training"
+            )
+        sizes = np.diff(ptr.astype(np.int64))
+        weights = dmat.get_weight()
+        row_weights = None
+        if weights.size:
+            if weights.size == sizes.size:
+                row_weights = np.repeat(weights.astype(np.float64), sizes)
+            elif weights.size == labels.size:
+                row_weights = weights
+            else:
+                raise ValueError(
+                    f"the DMatrix has {weights.size} weights for {sizes.size} queries and "
+                    f"{labels.size} rows; ranking weights are one per query"
+                )
+        return self.grad_hess(labels, preds, sizes, row_weights)
+
+    def _state(self, labels: np.ndarray, offsets: np.ndarray) -> Any:
+        """Cached per-dataset state, matched on the labels' and offsets' values."""
+        with self._lock:
+            for cached_labels, cached_offsets, state in self._cache:
+                if (
+                    cached_labels.shape == labels.shape
+                    and cached_offsets.shape == offsets.shape
+                    and np.array_equal(cached_offsets, offsets)
+                    and np.array_equal(cached_labels, labels)
+                ):
+                    return state
+        checked = self._label_check(labels, offsets)
+        state = self._prepare(checked, offsets)
+        with self._lock:
+            self._cache.insert(0, (labels.copy(), offsets, state))
+            del self._cache[_CACHE_SIZE:]
+        return state
+
+    def _finish(self, state, scores, weights):
+        n = scores.shape[0]
+        grad = np.zeros(n, dtype=np.float64)
+        hess = np.zeros(n, dtype=np.float64)
+        self._grad_hess(state, scores, grad, hess)
+        if self.hess_scale != 1.0:
+            hess *= self.hess_scale
+        np.maximum(hess, self.hess_floor, out=hess)
+        if weights is not None:
+            grad *= weights
+            hess *= weights
+        return grad, hess
+
+    # ----------------------------------------------------------------- plumbing
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        del state["_lock"]
+        state["_cache"] = []
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{key}={value!r}" for key, value in self._params().items())
+        return f"{self.factory}({args})"
