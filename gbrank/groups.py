@@ -101,15 +101,15 @@ def qid_to_sizes(qid, *, require_sorted: bool = False) -> np.ndarray:
         if decreasing.size:
             row = int(starts[decreasing[0] + 1])
             raise ValueError(
-                f"qid must be sorted: qid {block_ids[decreasing[0]]!r} at row {row - 1} "
-                f"is followed by qid {qid[row]!r} at row {row}"
+                f"qid must be sorted: qid {block_ids[decreasing[0]]} at row {row - 1} "
+                f"is followed by qid {qid[row]} at row {row}"
             )
     uniq, first, counts = np.unique(block_ids, return_index=True, return_counts=True)
     if uniq.size != block_ids.size:
         q = uniq[np.flatnonzero(counts > 1)[0]]
         rows = starts[np.flatnonzero(block_ids == q)]
         raise ValueError(
-            f"the rows of each query must be contiguous: qid {q!r} starts blocks at rows "
+            f"the rows of each query must be contiguous: qid {q} starts blocks at rows "
             f"{rows[0]} and {rows[1]} (sort or group the rows by qid first)"
         )
     ends = np.concatenate((starts[1:], [qid.size]))
