@@ -1,0 +1,19 @@
+"""Ranking data: LETOR/SVMlight readers, a synthetic generator and query-wise splits.
+
+Every loader and generator returns a `RankingData` (``X``, ``y``, ``group``, ``qid``).
+"""
+
+from ._container import RankingData
+from .letor import LetorFold, load_letor, load_letor_fold
+from .split import kfold_queries, split_queries
+from .synthetic import make_ranking
+
+__all__ = [
+    "LetorFold",
+    "RankingData",
+    "kfold_queries",
+    "load_letor",
+    "load_letor_fold",
+    "make_ranking",
+    "split_queries",
+]
