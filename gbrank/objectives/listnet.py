@@ -1,0 +1,558 @@
+r"""ListNet (Cao et al. 2007; Xia et al. 2008, section 4.3.3; Xia et al. 2009, section 4.3.3).
+
+The loss
+--------
+For one query, let :math:`\psi` be the target scores (:mod:`._targets`) and :math:`s` the
+model's scores. Both define Plackett–Luce distributions over the ordered top-:math:`k`
+prefixes :math:`a = (a_1, \dots, a_k)` of distinct documents,
+
+.. math::
+
+    P_s(a) = \prod_{t=1}^{k} \frac{e^{s_{a_t}}}{\sum_{d \notin \{a_1..a_{t-1}\}} e^{s_d}},
+
+and likewise :math:`Q(a) = P_\psi(a)`. ListNet's loss is their cross-entropy
+
+.. math::
+
+    L(s) = -\sum_{a} Q(a) \log P_s(a).
+
+The papers write the Kullback–Leibler divergence :math:`D(Q \,\|\, P_s)`, which differs by
+the target's entropy, a constant: same gradient, same minimiser. For a query of
+:math:`n \le k` documents the top-:math:`k` distribution is the full permutation
+distribution, whose last position is determined, so :math:`k = n - 1` is used (same loss).
+
+Since :math:`-\log P_s(a)` is the top-:math:`k` ListMLE loss of the prefix :math:`a`, the
+cross-entropy is its expectation over target prefixes, :math:`L = E_{a \sim Q}[\ell_k(s; a)]`,
+and regrouping the steps by the prefix :math:`v` already drawn gives
+
+.. math::
+
+    L(s) = \sum_{|v| < k} Q(v) \sum_{d \notin v} Q(d \mid v)\, \big(-\log \pi_v(d)\big),
+
+where :math:`\pi_v` and :math:`Q(\cdot \mid v)` are the softmaxes of :math:`s` and :math:`\psi`
+over the documents not in :math:`v`. Each term is a convex log-sum-exp, so :math:`L` is
+convex, and
+
+.. math::
+
+    g_d = \sum_{|v| < k,\, d \notin v} Q(v) \big(\pi_v(d) - Q(d \mid v)\big), \qquad
+    h_d = \sum_{|v| < k,\, d \notin v} Q(v)\, \pi_v(d) \big(1 - \pi_v(d)\big)
+
+is the gradient and the exact diagonal of the (positive semi-definite) hessian.
+
+k = 1 (the original ListNet)
+    One prefix, the empty one: with :math:`p = \mathrm{softmax}(s)`,
+    :math:`q = \mathrm{softmax}(\psi)`: :math:`L = -\sum_d q_d \log p_d`, :math:`g = p - q`,
+    :math:`h = p(1 - p)`. O(n).
+
+k = 2, exactly in O(n)
+    With :math:`Q(a, b) = q_a q_b / (1 - q_a)` and
+    :math:`\log P_s(a, b) = \log p_a + \log p_b - \log(1 - p_a)`, summing over :math:`b` and
+    :math:`a` separately gives
+
+    .. math::
+
+        L = -\sum_d m_d \log p_d + \sum_a q_a \log(1 - p_a),
+
+    with :math:`m_d = q_d + Q_2(d)` the target's probability that :math:`d` is in the top
+    two, :math:`Q_2(d) = q_d \sum_{a \ne d} q_a / (1 - q_a)` its second-position marginal.
+    With :math:`\pi_a(d) = p_d / (1 - p_a)` (the softmax without :math:`a`),
+
+    .. math::
+
+        g_d = p_d - m_d + \sum_{a \ne d} q_a \pi_a(d), \qquad
+        h_d = p_d (1 - p_d) + \sum_{a \ne d} q_a \pi_a(d) \big(1 - \pi_a(d)\big),
+
+    and the sums over :math:`a` are O(1) per document after the query-wide sums
+    :math:`\sum_a q_a / (1 - p_a)` and :math:`\sum_a q_a / (1 - p_a)^2`. The one document
+    that can hold :math:`p_a \to 1` (the largest score) is handled on its own, with the
+    softmax of the others computed directly, so nothing overflows for scores of +-1e4; the
+    target's marginals are computed the same way, once per dataset.
+
+k >= 3
+    A query whose prefix tree (the prefixes :math:`v` with :math:`|v| < k`, there are
+    :math:`\sum_{t<k} n!/(n-t)!`) has at most ``exact_limit`` nodes is enumerated exactly
+    with the formulas above, skipping the branches of zero target probability. Longer
+    queries use an unbiased Monte Carlo estimate: ``n_samples`` prefixes are drawn from
+    :math:`Q` by the Gumbel top-k trick (the top :math:`k` of :math:`\psi_d + G_d`,
+    :math:`G_d` standard Gumbel, is an exact Plackett–Luce draw) and the loss, gradient and
+    exact diagonal hessian of the top-:math:`k` ListMLE loss are averaged over them. Each
+    sample costs O(n) plus O(k^2) (log space, suffix log-sum-exps), so a query costs
+    O(``n_samples`` n). The hessian estimate is an unbiased estimate of the exact diagonal
+    and is non-negative. The draws come from a hash of ``seed``, the query and its current
+    scores: fresh at every boosting iteration, identical when a training is repeated,
+    independent of threads, and the same for ``loss`` and ``grad_hess`` at the same scores
+    (they depend on the row order, so permuting rows changes the draws, not their law).
+
+Queries whose targets are all equal (all labels equal, a single document) carry no ranking
+information: zero loss and zero gradient by default (``ignore_all_equal``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numba import njit, prange
+
+from ._base import RankingObjective
+from ._random import next_uniform, query_stream
+from ._targets import Target, check_target, check_target_labels, target_scores
+
+__all__ = ["ListNet", "listnet"]
+
+# Replaces a uniform draw of exactly 0, so that the Gumbel transform stays finite.
+_TINY_UNIFORM = 2.0**-54
+
+
+@njit(cache=True, inline="always")
+def _logaddexp(a, b):
+    if a == -np.inf:
+        return b
+    if b == -np.inf:
+        return a
+    if a > b:
+        return a + math.log1p(math.exp(b - a))
+    return b + math.log1p(math.exp(a - b))
+
+
+@njit(cache=True)
+def _argmax(x, start, end):
+    best = start
+    for i in range(start + 1, end):
+        if x[i] > x[best]:
+            best = i
+    return best
+
+
+@njit(cache=True)
+def _softmax_stats(x, start, end, skip):
+    """Max and sum of exp(x - max) over rows start..end except ``skip`` (-1: none)."""
+    m = -np.inf
+    for i in range(start, end):
+        if i != skip and x[i] > m:
+            m = x[i]
+    z = 0.0
+    for i in range(start, end):
+        if i != skip:
+            z += math.exp(x[i] - m)
+    return m, z
+
+
+@njit(parallel=True, cache=True)
+def top2_marginals(psi, offsets):
+    """Target top-1 probabilities q and top-2 inclusion probabilities m = q + Q_2, per row."""
+    n = psi.shape[0]
+    q = np.zeros(n)
+    m = np.zeros(n)
+    for k in prange(offsets.shape[0] - 1):
+        start = offsets[k]
+        end = offsets[k + 1]
+        if end - start < 2:
+            for i in range(start, end):
+                q[i] = 1.0
+                m[i] = 1.0
+            continue
+        top = _argmax(psi, start, end)
+        mx, z = _softmax_stats(psi, start, end, -1)
+        mx2, z2 = _softmax_stats(psi, start, end, top)
+        r = 0.0
+        for i in range(start, end):
+            e = math.exp(psi[i] - mx)
+            q[i] = e / z
+            if i != top:
+                r += q[i] * z / (z - e)
+        for i in range(start, end):
+            if i == top:
+                m[i] = q[i] + q[i] * r
+            else:
+                e = math.exp(psi[i] - mx)
+                m[i] = q[i] + q[i] * (r - q[i] * z / (z - e)) + q[top] * math.exp(psi[i] - mx2) / z2
+    return q, m
+
+
+@njit(cache=True)
+def _top1(s, q, start, end, grad, hess, want_loss):
+    mx = -np.inf
+    for i in range(start, end):
+        mx = max(mx, s[i])
+    # grad holds exp(s - max) until the normaliser is known
+    z = 0.0
+    for i in range(start, end):
+        e = math.exp(s[i] - mx)
+        grad[i] = e
+        z += e
+    lse = mx + math.log(z)
+    loss = 0.0
+    for i in range(start, end):
+        p = grad[i] / z
+        grad[i] = p - q[i]
+        hess[i] = p * (1.0 - p)
+        if want_loss and q[i] > 0.0:
+            loss += q[i] * (lse - s[i])
+    return loss
+
+
+@njit(cache=True)
+def _top2(s, q, m, start, end, grad, hess, want_loss):
+    top = _argmax(s, start, end)
+    mx = s[top]
+    # grad holds exp(s - max) until the sums are known
+    z = 0.0
+    for i in range(start, end):
+        e = math.exp(s[i] - mx)
+        grad[i] = e
+        z += e
+    mx2, z2 = _softmax_stats(s, start, end, top)
+    lse = mx + math.log(z)
+    # a = sum_{a != top} q_a / (1 - p_a), c = sum_{a != top} q_a / (1 - p_a)**2
+    a = 0.0
+    c = 0.0
+    loss = 0.0
+    for i in range(start, end):
+        if i != top:
+            rho = z / (z - grad[i])
+            a += q[i] * rho
+            c += q[i] * rho * rho
+            if want_loss and q[i] > 0.0:
+                loss += q[i] * math.log((z - grad[i]) / z)
+    q_top = q[top]
+    if want_loss:
+        if q_top > 0.0:
+            loss += q_top * (mx2 + math.log(z2) - lse)
+        for i in range(start, end):
+            if m[i] > 0.0:
+                loss += m[i] * (lse - s[i])
+    for i in range(start, end):
+        e = grad[i]
+        p = e / z
+        if i == top:
+            t1 = p * a
+            t2 = p * p * c
+        else:
+            rho = z / (z - e)
+            pi_top = math.exp(s[i] - mx2) / z2
+            t1 = p * (a - q[i] * rho) + q_top * pi_top
+            t2 = p * p * (c - q[i] * rho * rho) + q_top * pi_top * pi_top
+        grad[i] = p - m[i] + t1
+        h = p * (1.0 - p) + t1 - t2
+        hess[i] = h if h > 0.0 else 0.0
+    return loss
+
+
+@njit(cache=True)
+def _tree_size(n, k, limit):
+    """Number of prefixes shorter than k of n documents, or limit + 1 if it exceeds limit."""
+    total = 1
+    term = 1
+    for t in range(1, k):
+        term *= n - t + 1
+        total += term
+        if total > limit:
+            return limit + 1
+    return total
+
+
+@njit(cache=True)
+def _exact(s, psi, start, end, k, grad, hess, want_loss):
+    """Enumerate the prefixes shorter than k depth first, accumulating g, h and the loss."""
+    n = end - start
+    cond = np.zeros((k, n))  # Q(. | v) at each depth of the current path
+    weight = np.empty(k)  # Q(v) of the current path's prefixes
+    nxt = np.zeros(k, dtype=np.int64)
+    chosen = np.empty(k, dtype=np.int64)
+    used = np.zeros(n, dtype=np.bool_)
+    loss = 0.0
+    depth = 0
+    weight[0] = 1.0
+    visit = True
+    while depth >= 0:
+        if visit:
+            visit = False
+            w = weight[depth]
+            ms = -np.inf
+            mp = -np.inf
+            for i in range(n):
+                if not used[i]:
+                    ms = max(ms, s[start + i])
+                    mp = max(mp, psi[start + i])
+            zs = 0.0
+            zp = 0.0
+            for i in range(n):
+                if not used[i]:
+                    zs += math.exp(s[start + i] - ms)
+                    zp += math.exp(psi[start + i] - mp)
+            lse = ms + math.log(zs)
+            for i in range(n):
+                if used[i]:
+                    cond[depth, i] = 0.0
+                    continue
+                pi = math.exp(s[start + i] - ms) / zs
+                c = math.exp(psi[start + i] - mp) / zp
+                cond[depth, i] = c
+                grad[start + i] += w * (pi - c)
+                hess[start + i] += w * pi * (1.0 - pi)
+                if want_loss and c > 0.0:
+                    loss += w * c * (lse - s[start + i])
+            nxt[depth] = 0
+        if depth == k - 1 or nxt[depth] >= n:
+            depth -= 1
+            if depth >= 0:
+                used[chosen[depth]] = False
+            continue
+        i = nxt[depth]
+        nxt[depth] += 1
+        c = cond[depth, i]
+        if c == 0.0:
+            continue
+        chosen[depth] = i
+        used[i] = True
+        weight[depth + 1] = weight[depth] * c
+        depth += 1
+        visit = True
+    return loss
+
+
+@njit(cache=True)
+def _sampled(s, psi, start, end, k, n_samples, seed, query, grad, hess, want_loss):
+    """Average the top-k ListMLE terms over n_samples Gumbel top-k draws from the target."""
+    n = end - start
+    state = query_stream(seed, query, s, start, end)
+    # a key psi + G is kept as the pair (psi, G) and keys are compared through
+    # (psi_a - psi_b) + (G_a - G_b), so that the noise still orders tied targets when
+    # psi is too large for psi + G to hold it (e**700 from "rank_exp")
+    key_psi = np.empty(k)
+    key_g = np.empty(k)
+    prefix = np.empty(k, dtype=np.int64)
+    in_prefix = np.full(n, -1, dtype=np.int64)
+    suffix = np.empty(k + 1)
+    weight = 1.0 / n_samples
+    loss = 0.0
+    for _ in range(n_samples):
+        # the top k of psi + Gumbel noise, kept sorted in a small buffer
+        filled = 0
+        for i in range(n):
+            state, u = next_uniform(state)
+            p = psi[start + i]
+            gumbel = -math.log(-math.log(u if u > 0.0 else _TINY_UNIFORM))
+            if filled == k and (p - key_psi[k - 1]) + (gumbel - key_g[k - 1]) <= 0.0:
+                continue
+            j = filled if filled < k else k - 1
+            while j > 0 and (p - key_psi[j - 1]) + (gumbel - key_g[j - 1]) > 0.0:
+                key_psi[j] = key_psi[j - 1]
+                key_g[j] = key_g[j - 1]
+                prefix[j] = prefix[j - 1]
+                j -= 1
+            key_psi[j] = p
+            key_g[j] = gumbel
+            prefix[j] = i
+            if filled < k:
+                filled += 1
+        for t in range(k):
+            in_prefix[prefix[t]] = t
+        # suffix[t] = log-sum-exp of s over the documents still unranked at step t
+        mr = -np.inf
+        for i in range(n):
+            if in_prefix[i] < 0:
+                mr = max(mr, s[start + i])
+        zr = 0.0
+        for i in range(n):
+            if in_prefix[i] < 0:
+                zr += math.exp(s[start + i] - mr)
+        suffix[k] = mr + math.log(zr)
+        for t in range(k - 1, -1, -1):
+            suffix[t] = _logaddexp(s[start + prefix[t]], suffix[t + 1])
+        lam1 = -np.inf
+        lam2 = -np.inf
+        for t in range(k):
+            lam1 = _logaddexp(lam1, -suffix[t])
+            lam2 = _logaddexp(lam2, -2.0 * suffix[t])
+            if want_loss:
+                loss += weight * (suffix[t] - s[start + prefix[t]])
+        for i in range(n):
+            r = in_prefix[i]
+            si = s[start + i]
+            if r < 0:
+                g = math.exp(si + lam1)
+                h = g - math.exp(2.0 * si + lam2)
+                grad[start + i] += weight * g
+                hess[start + i] += weight * (h if h > 0.0 else 0.0)
+            else:
+                g = -1.0
+                h = 0.0
+                for t in range(r + 1):
+                    pi = math.exp(si - suffix[t])
+                    g += pi
+                    h -= pi * math.expm1(si - suffix[t])
+                grad[start + i] += weight * g
+                hess[start + i] += weight * h
+        for t in range(k):
+            in_prefix[prefix[t]] = -1
+    return loss
+
+
+@njit(parallel=True, cache=True)
+def listnet_kernel(scores, psi, q, m, offsets, active, k, n_samples, seed, exact_limit, grad, hess, want_loss):
+    """Fill grad and hess (raw, zero-initialised) and return the per-query cross-entropy."""
+    n_queries = offsets.shape[0] - 1
+    loss = np.zeros(n_queries)
+    for query in prange(n_queries):
+        start = offsets[query]
+        end = offsets[query + 1]
+        n = end - start
+        if not active[query] or n < 2:
+            continue
+        kk = min(k, n - 1)
+        if kk == 1:
+            loss[query] = _top1(scores, q, start, end, grad, hess, want_loss)
+        elif kk == 2:
+            loss[query] = _top2(scores, q, m, start, end, grad, hess, want_loss)
+        elif _tree_size(n, kk, exact_limit) <= exact_limit:
+            loss[query] = _exact(scores, psi, start, end, kk, grad, hess, want_loss)
+        else:
+            loss[query] = _sampled(scores, psi, start, end, kk, n_samples, seed, query, grad, hess, want_loss)
+    return loss
+
+
+def _check_int(value, name, minimum):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+class ListNet(RankingObjective):
+    """ListNet's top-k cross-entropy; build it with :func:`listnet`."""
+
+    factory = "listnet"
+
+    def __init__(
+        self,
+        k: int = 1,
+        target: Target = "exp2",
+        *,
+        target_k: int | None = None,
+        n_samples: int = 16,
+        seed: int = 0,
+        exact_limit: int = 1000,
+        ignore_all_equal: bool = True,
+        hess_floor: float = 1e-6,
+        hess_scale: float = 1.0,
+    ) -> None:
+        super().__init__(hess_floor=hess_floor, hess_scale=hess_scale)
+        self.k = _check_int(k, "k", 1)
+        self.target_k = check_target(target, target_k, "target_k")
+        self.target = target
+        self.n_samples = _check_int(n_samples, "n_samples", 1)
+        self.seed = _check_int(seed, "seed", 0)
+        self.exact_limit = _check_int(exact_limit, "exact_limit", 0)
+        self.ignore_all_equal = bool(ignore_all_equal)
+
+    def _params(self) -> dict[str, Any]:
+        return {
+            "k": self.k,
+            "target": self.target,
+            "target_k": self.target_k,
+            "n_samples": self.n_samples,
+            "seed": self.seed,
+            "exact_limit": self.exact_limit,
+            "ignore_all_equal": self.ignore_all_equal,
+            **super()._params(),
+        }
+
+    def _label_check(self, y_true, offsets):
+        return check_target_labels(y_true, offsets, self.target)
+
+    def _prepare(self, labels, offsets):
+        psi, informative = target_scores(labels, offsets, self.target, self.target_k)
+        active = informative if self.ignore_all_equal else np.ones_like(informative)
+        q, m = top2_marginals(psi, offsets)
+        return psi, q, m, offsets, active
+
+    def _run(self, state, scores, grad, hess, want_loss):
+        psi, q, m, offsets, active = state
+        return listnet_kernel(
+            scores, psi, q, m, offsets, active, self.k, self.n_samples, self.seed, self.exact_limit,
+            grad, hess, want_loss,
+        )
+
+    def _grad_hess(self, state, scores, grad, hess):
+        self._run(state, scores, grad, hess, False)
+
+    def _loss(self, state, scores):
+        n = scores.shape[0]
+        return self._run(state, scores, np.zeros(n), np.zeros(n), True)
+
+
+def listnet(
+    k: int = 1,
+    target: Target = "exp2",
+    *,
+    target_k: int | None = None,
+    n_samples: int = 16,
+    seed: int = 0,
+    exact_limit: int = 1000,
+    ignore_all_equal: bool = True,
+    hess_floor: float = 1e-6,
+    hess_scale: float = 1.0,
+) -> ListNet:
+    r"""ListNet: cross-entropy between the top-k Plackett–Luce distributions of targets and scores.
+
+    .. math::
+
+        L(s) = -\sum_{a = (a_1..a_k)} P_\psi(a) \log P_s(a), \qquad
+        P_s(a) = \prod_{t=1}^{k} \frac{e^{s_{a_t}}}{\sum_{d \notin \{a_1..a_{t-1}\}} e^{s_d}}
+
+    (Cao et al. 2007; Xia et al. 2008, eq. 11). ``k=1`` is the original ListNet:
+    :math:`L = -\sum_d q_d \log p_d` with :math:`p, q` the softmaxes of :math:`s, \psi`.
+    See the module documentation for the derivations.
+
+    Parameters
+    ----------
+    k : int, default=1
+        Depth of the Plackett–Luce distributions. 1 and 2 are exact in O(n) per query;
+        from 3, exact enumeration for short queries and a sampled estimate for long ones.
+    target : str or callable, default="exp2"
+        The target scores :math:`\psi`, which act as logits: ``"exp2"`` (:math:`2^l - 1`),
+        ``"linear"`` (:math:`l`), the position mappings ``"rank_log"``, ``"rank_sqrt"``,
+        ``"rank_linear"``, ``"rank_quadratic"``, ``"rank_exp"`` of Xia et al. (2008), or a
+        callable on one query's labels. See :mod:`gbrank.objectives._targets`.
+    target_k : int, optional
+        The top-k mapping of Xia et al. (2009, section 4.3.3): keep the target order in the
+        top ``target_k`` positions and give every document below a common small value.
+    n_samples : int, default=16
+        Prefixes drawn per query and call for the sampled estimate (``k >= 3``, long queries).
+    seed : int, default=0
+        Seed of the sampled estimate.
+    exact_limit : int, default=1000
+        Largest prefix tree enumerated exactly for ``k >= 3``; 0 always samples.
+    ignore_all_equal : bool, default=True
+        Zero loss and gradient for queries whose targets are all equal.
+    hess_floor : float, default=1e-6
+        Lower bound on every row's hessian.
+    hess_scale : float, default=1.0
+        Factor on every row's hessian. The hessians are small (about :math:`1/n` in a query
+        of :math:`n` documents): with XGBoost set ``min_child_weight`` to about 1e-3, or
+        raise ``hess_scale``.
+
+    Returns
+    -------
+    ListNet
+
+    Notes
+    -----
+    The hessian is the exact diagonal for ``k <= 2`` and for enumerated queries, and an
+    unbiased, non-negative estimate of it for sampled ones. Sample weights multiply each
+    row's gradient and hessian.
+    """
+    return ListNet(
+        k,
+        target,
+        target_k=target_k,
+        n_samples=n_samples,
+        seed=seed,
+        exact_limit=exact_limit,
+        ignore_all_equal=ignore_all_equal,
+        hess_floor=hess_floor,
+        hess_scale=hess_scale,
+    )

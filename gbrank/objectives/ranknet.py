@@ -1,0 +1,339 @@
+r"""RankNet and W-RankNet (Chen, Liu, Lan, Ma and Li, NIPS 2009).
+
+The loss
+--------
+For one query with scores :math:`s` and labels :math:`l`, the pairwise loss of section 2.1
+with RankNet's logistic :math:`\phi`,
+
+.. math::
+
+    L(s) = \sum_{(i, j):\, l_i > l_j} w_{ij}\, \phi(s_i - s_j), \qquad
+    \phi(z) = \log_2\!\big(1 + e^{-\sigma z}\big) = \frac{1}{\ln 2} \log\!\big(1 + e^{-\sigma z}\big).
+
+The base-2 logarithm is the paper's normalisation :math:`\phi(0) = 1` (needed for its
+bounds, Theorem 2): it is the natural-log logistic loss times the constant
+:math:`1/\ln 2 \approx 1.4427`. :math:`\sigma` is the slope of LightGBM's ``sigmoid``.
+
+* RankNet: :math:`w_{ij} = 1`.
+* W-RankNet (section 4): each pair is weighted by its higher-labelled document,
+
+  .. math::
+
+      w_{ij} = G(l_i)\, D\Big(1 + \sum_{k > l_i} n_k\Big),
+
+  with :math:`n_k` the number of the query's documents of label :math:`k`, so
+  :math:`1 + \sum_{k > l_i} n_k` is the best position a document of label :math:`l_i` can
+  hold. :math:`G(z) = 2^z - 1` and :math:`D(r) = 1/\log_2(1 + r)` by default, with the
+  paper's cut-off :math:`D(r) = 0` for :math:`r > C` as an option.
+
+Gradient and hessian
+--------------------
+With :math:`z = \sigma (s_i - s_j)` and the logistic :math:`\rho(z) = 1/(1 + e^{z})`
+(the model's probability of the wrong order), each pair adds
+
+.. math::
+
+    \partial_{s_i} = -\frac{\sigma}{\ln 2} w_{ij}\, \rho(z) = -\partial_{s_j}, \qquad
+    \partial^2_{s_i} = \partial^2_{s_j} = \frac{\sigma^2}{\ln 2} w_{ij}\, \rho(z)\big(1 - \rho(z)\big).
+
+The hessian returned is the exact diagonal (the loss is convex). The gradients of a query
+sum to zero. :math:`\rho` and the loss are evaluated from :math:`e^{-|z|}` only, so scores of
+any magnitude neither overflow nor produce NaN.
+
+Truncation
+----------
+``truncation=T`` keeps only the pairs in which at least one of the two documents is in the
+top :math:`T` of the current ranking by score, as LightGBM's ``lambdarank_truncation_level``
+does (its loop runs the better-ranked document of a pair over the top :math:`T` positions):
+pairs far below the top, which NDCG@T ignores, cost nothing. "In the top :math:`T`" means
+fewer than :math:`T` documents of the query score strictly higher, so documents tied with
+the :math:`T`-th score are all in (the rule does not depend on row order, and all-equal
+scores, where boosting starts, keep every pair). The pair set is re-chosen from the scores at
+every call, which costs one selection of the :math:`T`-th largest score of each query
+(O(n), ``np.partition``); the work is then :math:`O(T n)` per query instead of
+:math:`O(n^2)`. The truncated loss is the sum over the
+chosen pairs; it is piecewise smooth in the scores, and the gradient and hessian are those of
+the current piece.
+
+Cost
+----
+:math:`O(n^2)` pair terms per query without truncation, :math:`O(T n)` with it, no
+:math:`n \times n` memory; queries are processed in parallel.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numba import njit, prange
+
+from ..gains import Discount, Gain, discount_values, gain_values
+from ._base import RankingObjective
+
+__all__ = ["RankNet", "ranknet", "wranknet"]
+
+_INV_LN2 = 1.0 / math.log(2.0)
+
+
+@njit(cache=True, inline="always")
+def _logistic(z):
+    """(rho, rho (1 - rho), e^{-|z|}) with rho = 1 / (1 + e^z), from e^{-|z|} only."""
+    e = math.exp(-abs(z))
+    inv = 1.0 / (1.0 + e)
+    rho = inv if z <= 0.0 else e * inv
+    return rho, e * inv * inv, e
+
+
+@njit(cache=True, inline="always")
+def _softplus(z, e):
+    """log(1 + e^{-z}) given e = e^{-|z|}."""
+    return max(-z, 0.0) + math.log1p(e)
+
+
+@njit(parallel=True, cache=True)
+def ranknet_kernel(scores, order, block_start, block_end, weight, offsets, sigma, truncation, grad, hess, want_loss):
+    """Fill grad and hess (raw, zero-initialised) and return the per-query loss.
+
+    Rows are visited in ``order``: each query's rows by label, descending. For sorted
+    position ``a``, ``block_start[a]:block_end[a]`` is its block of equal labels (so every
+    position from ``block_end[a]`` has a lower label) and ``weight[a]`` weighs every pair
+    in which it is the higher-labelled document. ``truncation`` 0 keeps every pair.
+    """
+    n_queries = offsets.shape[0] - 1
+    loss = np.zeros(n_queries)
+    c1 = sigma * _INV_LN2
+    c2 = sigma * sigma * _INV_LN2
+    for q in prange(n_queries):
+        start = offsets[q]
+        end = offsets[q + 1]
+        n = end - start
+        s = np.empty(n)
+        for a in range(n):
+            s[a] = scores[order[start + a]]
+        g = np.zeros(n)
+        h = np.zeros(n)
+        total = 0.0
+        truncated = 0 < truncation < n
+        # in the top T: fewer than T scores strictly higher, i.e. at least the T-th largest
+        # (found by selection in O(n)); without truncation every document is
+        threshold = np.partition(s, n - truncation)[n - truncation] if truncated else -np.inf
+        for a in range(n):
+            if s[a] < threshold:
+                continue
+            w = weight[start + a]
+            if w != 0.0:
+                # pairs in which `a` is the higher document
+                g_a = 0.0
+                h_a = 0.0
+                for b in range(block_end[start + a] - start, n):
+                    z = sigma * (s[a] - s[b])
+                    rho, curv, e = _logistic(z)
+                    gr = w * c1 * rho
+                    g_a -= gr
+                    g[b] += gr
+                    cv = w * c2 * curv
+                    h_a += cv
+                    h[b] += cv
+                    if want_loss:
+                        total += w * _INV_LN2 * _softplus(z, e)
+                g[a] += g_a
+                h[a] += h_a
+            if truncated:
+                # pairs in which `a` is the lower document and the higher one is not in the
+                # top T (pairs of two top documents were counted from the higher one)
+                for b in range(block_start[start + a] - start):
+                    if s[b] >= threshold:
+                        continue
+                    wb = weight[start + b]
+                    if wb == 0.0:
+                        continue
+                    z = sigma * (s[b] - s[a])
+                    rho, curv, e = _logistic(z)
+                    gr = wb * c1 * rho
+                    g[b] -= gr
+                    g[a] += gr
+                    cv = wb * c2 * curv
+                    h[b] += cv
+                    h[a] += cv
+                    if want_loss:
+                        total += wb * _INV_LN2 * _softplus(z, e)
+        for a in range(n):
+            grad[order[start + a]] = g[a]
+            hess[order[start + a]] = h[a]
+        loss[q] = total
+    return loss
+
+
+class RankNet(RankingObjective):
+    """(Weighted) RankNet objective; build it with :func:`ranknet` or :func:`wranknet`."""
+
+    def __init__(
+        self,
+        factory: str,
+        *,
+        sigma: float = 1.0,
+        truncation: int | None = None,
+        gain: Gain | None = None,
+        discount: Discount = "log2",
+        cutoff: int | None = None,
+        hess_floor: float = 1e-6,
+        hess_scale: float = 1.0,
+    ) -> None:
+        super().__init__(hess_floor=hess_floor, hess_scale=hess_scale)
+        if isinstance(sigma, bool) or not isinstance(sigma, (int, float, np.integer, np.floating)) or not (
+            np.isfinite(sigma) and sigma > 0
+        ):
+            raise ValueError(f"sigma must be a finite number > 0, got {sigma!r}")
+        if truncation is not None and (
+            isinstance(truncation, bool) or not isinstance(truncation, (int, np.integer)) or truncation < 1
+        ):
+            raise ValueError(f"truncation must be a positive integer or None, got {truncation!r}")
+        if cutoff is not None and (isinstance(cutoff, bool) or not isinstance(cutoff, (int, np.integer)) or cutoff < 1):
+            raise ValueError(f"cutoff must be a positive integer or None, got {cutoff!r}")
+        if gain is not None:
+            gain_values(np.zeros(1), gain)
+            discount_values(1, discount)
+        self.factory = factory
+        self.sigma = float(sigma)
+        self.truncation = None if truncation is None else int(truncation)
+        self.gain = gain
+        self.discount = discount
+        self.cutoff = None if cutoff is None else int(cutoff)
+
+    def _params(self) -> dict[str, Any]:
+        params: dict[str, Any] = {}
+        if self.gain is not None:
+            params.update(gain=self.gain, discount=self.discount, cutoff=self.cutoff)
+        params.update(sigma=self.sigma, truncation=self.truncation)
+        return {**params, **super()._params()}
+
+    def _label_check(self, y_true, offsets):
+        if self.gain is not None:
+            gain_values(y_true, self.gain, offsets=offsets)
+        return super()._label_check(y_true, offsets)
+
+    def _prepare(self, labels, offsets):
+        n = labels.shape[0]
+        sizes = np.diff(offsets)
+        qid = np.repeat(np.arange(sizes.size), sizes)
+        order = np.lexsort((-labels, qid)).astype(np.int64)
+        sorted_labels = labels[order]
+        new_block = np.ones(n, dtype=bool)
+        new_block[1:] = (qid[1:] != qid[:-1]) | (sorted_labels[1:] != sorted_labels[:-1])
+        starts = np.flatnonzero(new_block)
+        block_id = np.cumsum(new_block) - 1
+        block_start = starts[block_id].astype(np.int64)
+        block_end = np.append(starts[1:], n)[block_id].astype(np.int64)
+        if self.gain is None:
+            weight = np.ones(n)
+        else:
+            # D(1 + number of the query's documents with a higher label)
+            best = block_start - offsets[qid] + 1
+            table = discount_values(int(sizes.max(initial=1)), self.discount)
+            if self.cutoff is not None:
+                table[self.cutoff :] = 0.0
+            weight = gain_values(sorted_labels, self.gain) * table[best - 1]
+        return order, block_start, block_end, np.ascontiguousarray(weight), offsets
+
+    def _run(self, state, scores, grad, hess, want_loss):
+        order, block_start, block_end, weight, offsets = state
+        return ranknet_kernel(
+            scores, order, block_start, block_end, weight, offsets, self.sigma, self.truncation or 0,
+            grad, hess, want_loss,
+        )
+
+    def _grad_hess(self, state, scores, grad, hess):
+        self._run(state, scores, grad, hess, False)
+
+    def _loss(self, state, scores):
+        n = scores.shape[0]
+        return self._run(state, scores, np.zeros(n), np.zeros(n), True)
+
+
+_COMMON_DOC = """
+    sigma : float, default=1.0
+        Slope :math:`\\sigma` of the logistic, :math:`\\phi(z) = \\log_2(1 + e^{-\\sigma z})`.
+    truncation : int, optional
+        Keep only the pairs with at least one document in the current top ``truncation`` by
+        score (LightGBM's ``lambdarank_truncation_level``; see the module notes). None keeps
+        every pair, as the paper does.
+    hess_floor : float, default=1e-6
+        Lower bound on every row's hessian (rows in no pair have none).
+    hess_scale : float, default=1.0
+        Factor on every row's hessian.
+
+    Notes
+    -----
+    The hessian is the exact diagonal. Queries whose labels are all equal, and
+    single-document queries, have no pair: zero loss and zero gradient. The loss is the
+    paper's sum over pairs, not normalised per query, so long lists weigh more. Sample
+    weights multiply each row's gradient and hessian.
+"""
+
+
+def _with_common_doc(func):
+    func.__doc__ = func.__doc__.replace("    {common}\n", _COMMON_DOC.strip("\n") + "\n")
+    return func
+
+
+@_with_common_doc
+def ranknet(sigma: float = 1.0, *, truncation: int | None = None, hess_floor: float = 1e-6, hess_scale: float = 1.0) -> RankNet:
+    r"""RankNet (Burges et al. 2005) in the form of Chen et al. (2009), section 2.1.
+
+    .. math::
+
+        L(s) = \sum_{(i, j):\, l_i > l_j} \log_2\!\big(1 + e^{-\sigma (s_i - s_j)}\big)
+
+    Parameters
+    ----------
+    {common}
+    """
+    return RankNet("ranknet", sigma=sigma, truncation=truncation, hess_floor=hess_floor, hess_scale=hess_scale)
+
+
+@_with_common_doc
+def wranknet(
+    gain: Gain = "exp2",
+    discount: Discount = "log2",
+    *,
+    cutoff: int | None = None,
+    sigma: float = 1.0,
+    truncation: int | None = None,
+    hess_floor: float = 1e-6,
+    hess_scale: float = 1.0,
+) -> RankNet:
+    r"""W-RankNet (Chen et al., 2009, section 4): RankNet with NDCG-derived pair weights.
+
+    .. math::
+
+        L(s) = \sum_{(i, j):\, l_i > l_j} G(l_i)\, D\Big(1 + \sum_{k > l_i} n_k\Big)
+               \log_2\!\big(1 + e^{-\sigma (s_i - s_j)}\big)
+
+    where :math:`n_k` counts the query's documents of label :math:`k`. Weighted so, the loss
+    is a tighter upper bound of :math:`1 - \mathrm{NDCG}` (up to the normaliser) than RankNet's.
+
+    Parameters
+    ----------
+    gain : {"exp2", "linear"} or array, default="exp2"
+        The gain :math:`G`, as in :mod:`gbrank.gains` (``"exp2"`` needs integer labels <= 31).
+    discount : {"log2", "zipf"}, float, array or callable, default="log2"
+        The discount :math:`D`, as in :mod:`gbrank.gains`.
+    cutoff : int, optional
+        The paper's :math:`C`: :math:`D(r) = 0` for :math:`r > C`, so pairs whose higher
+        document cannot reach the top :math:`C` carry no weight. None keeps all.
+    {common}
+    """
+    if gain is None:
+        raise ValueError("gain must be 'exp2', 'linear' or an array indexed by label, got None")
+    return RankNet(
+        "wranknet",
+        sigma=sigma,
+        truncation=truncation,
+        gain=gain,
+        discount=discount,
+        cutoff=cutoff,
+        hess_floor=hess_floor,
+        hess_scale=hess_scale,
+    )
