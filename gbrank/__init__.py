@@ -1,14 +1,35 @@
 """gbrank: listwise and pairwise learning-to-rank losses for gradient-boosting engines."""
 
-from __future__ import annotations
-
-from . import objectives
+from . import datasets, metrics, objectives
 from ._version import __version__
+from .ndcg_boost_learner import NDCGBoost
+from .objectives import (
+    RankingObjective,
+    cosine,
+    listmle,
+    listmle_topk,
+    listnet,
+    ndcg_boost,
+    plackett_luce,
+    ranknet,
+    wlistmle,
+    wranknet,
+)
 
-__all__ = ["__version__", *objectives.__all__]
-
-
-def __getattr__(name: str):
-    if name in objectives.__all__:
-        return getattr(objectives, name)
-    raise AttributeError(f"module 'gbrank' has no attribute {name!r}")
+__all__ = [
+    "NDCGBoost",
+    "RankingObjective",
+    "__version__",
+    "cosine",
+    "datasets",
+    "listmle",
+    "listmle_topk",
+    "listnet",
+    "metrics",
+    "ndcg_boost",
+    "objectives",
+    "plackett_luce",
+    "ranknet",
+    "wlistmle",
+    "wranknet",
+]

@@ -1,0 +1,101 @@
+"""Argument checks and the reduction over queries shared by every metric."""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+
+from .._validation import check_scores
+from ..groups import check_group
+from ._ranking import TIES, TIES_AVERAGE
+
+NoRelevant = float | str
+
+
+def check_inputs(y_true, y_pred, group) -> tuple[np.ndarray, np.ndarray, int]:
+    """Validated float64 scores, int64 offsets and the row count.
+
+    Labels are left to the metric, which knows whether it needs gains or a threshold.
+    """
+    labels = np.asarray(y_true)
+    if labels.ndim != 1:
+        raise ValueError(f"y_true must be one-dimensional, got shape {labels.shape}")
+    n_rows = labels.shape[0]
+    if n_rows == 0:
+        raise ValueError("empty input: y_true has no rows")
+    offsets = check_group(group, n_rows)
+    scores = check_scores(y_pred, n_rows=n_rows, offsets=offsets)
+    return scores, offsets, n_rows
+
+
+def check_threshold(relevance_threshold) -> float:
+    if isinstance(relevance_threshold, bool) or not isinstance(relevance_threshold, numbers.Real):
+        raise TypeError(f"relevance_threshold must be a number, got {relevance_threshold!r}")
+    value = float(relevance_threshold)
+    if not np.isfinite(value):
+        raise ValueError(f"relevance_threshold must be finite, got {relevance_threshold!r}")
+    return value
+
+
+def check_k(k) -> int:
+    """Cut-off as an int; 0 stands for "the whole list" (``k=None``)."""
+    if k is None:
+        return 0
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+        raise TypeError(f"k must be a positive integer or None, got {k!r}")
+    if k < 1:
+        raise ValueError(f"k must be a positive integer or None, got {k!r}")
+    return int(k)
+
+
+def check_ties(ties: str, *, average: bool = True, metric: str = "") -> int:
+    if ties not in TIES:
+        raise ValueError(f"ties must be 'input', 'pessimistic' or 'average', got {ties!r}")
+    code = TIES[ties]
+    if code == TIES_AVERAGE and not average:
+        raise NotImplementedError(
+            f"ties='average' is not implemented for {metric}: its terms multiply along the "
+            "ranking, so the expectation over the orders of a tied block is not a per-rank "
+            "average; use ties='input' or ties='pessimistic'"
+        )
+    return code
+
+
+def check_no_relevant(no_relevant: NoRelevant) -> float:
+    """The value given to a query without relevant documents; NaN marks 'exclude'."""
+    if isinstance(no_relevant, str):
+        if no_relevant == "exclude":
+            return np.nan
+        raise ValueError(f"no_relevant must be a number or 'exclude', got {no_relevant!r}")
+    if isinstance(no_relevant, bool) or not isinstance(no_relevant, numbers.Real):
+        raise TypeError(f"no_relevant must be a number or 'exclude', got {no_relevant!r}")
+    value = float(no_relevant)
+    if not np.isfinite(value):
+        raise ValueError(f"no_relevant must be finite or 'exclude', got {no_relevant!r}")
+    return value
+
+
+def cutoff_length(offsets: np.ndarray, k: int) -> int:
+    """Longest prefix any query is evaluated on: ``min(k, largest group)``."""
+    longest = int(np.diff(offsets).max())
+    return longest if k == 0 else min(k, longest)
+
+
+def reduce_queries(values: np.ndarray, fill: float, per_query: bool):
+    """Per-query array, or its mean; excluded queries (NaN) are left out of the mean."""
+    if per_query:
+        return values
+    if not np.isnan(fill):
+        return float(values.mean())
+    kept = values[~np.isnan(values)]
+    if kept.size == 0:
+        warnings.warn(
+            "no query has a relevant document and no_relevant='exclude': the mean over no "
+            "queries is undefined, returning NaN",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return float("nan")
+    return float(kept.mean())

@@ -1,0 +1,188 @@
+"""Average precision at k and its mean over queries, MAP@k."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from .._validation import check_labels
+from ._common import (
+    NoRelevant,
+    check_inputs,
+    check_k,
+    check_no_relevant,
+    check_threshold,
+    check_ties,
+    cutoff_length,
+    reduce_queries,
+)
+from ._ranking import (
+    CHUNK,
+    TIES_AVERAGE,
+    TIES_INPUT,
+    max_group_size,
+    rank_top,
+    tie_block_end,
+    tied_with,
+)
+
+__all__ = ["mean_average_precision"]
+
+DENOMINATORS = {"min_rk": 0, "R": 1}
+
+
+@njit(cache=True)
+def _ap_query(labels, scores, lo, hi, k, threshold, ties, by_r, fill, order, kept, cand):
+    n = hi - lo
+    kk = n if k == 0 or k > n else k
+    n_rel = 0
+    for i in range(lo, hi):
+        if labels[i] > threshold:
+            n_rel += 1
+    if n_rel == 0:
+        return fill
+    total = 0.0
+    if ties == TIES_AVERAGE:
+        # Block at ranks s+1..s+m holding c relevant documents, h relevant before it:
+        # E[rel(s+t) * hits(s+t)] = c/m (h + 1) + (t - 1) c (c - 1) / (m (m - 1)).
+        rank_top(scores, labels, lo, hi, kk, TIES_INPUT, order, kept, cand)
+        start = 0
+        hits_before = 0
+        while start < kk:
+            end = tie_block_end(scores, lo, order, start, kk)
+            if end == kk and kk < n:
+                m, _, c = tied_with(scores, labels, lo, hi, scores[lo + order[start]], threshold)
+            else:
+                m = end - start
+                c = 0
+                for r in range(start, end):
+                    if labels[lo + order[r]] > threshold:
+                        c += 1
+            if c > 0:
+                p_rel = c / m
+                p_pair = c * (c - 1) / (m * (m - 1)) if m > 1 else 0.0
+                for t in range(1, end - start + 1):
+                    total += (p_rel * (hits_before + 1) + (t - 1) * p_pair) / (start + t)
+            hits_before += c
+            start = end
+    else:
+        rank_top(scores, labels, lo, hi, kk, ties, order, kept, cand)
+        hits = 0
+        for r in range(kk):
+            if labels[lo + order[r]] > threshold:
+                hits += 1
+                total += hits / (r + 1.0)
+    return total / (n_rel if by_r else min(n_rel, kk))
+
+
+@njit(parallel=True, cache=True)
+def _ap_kernel(labels, scores, offsets, k, kmax, threshold, ties, by_r, fill):
+    n_queries = offsets.size - 1
+    out = np.empty(n_queries, dtype=np.float64)
+    longest = max_group_size(offsets)
+    for chunk in prange((n_queries + CHUNK - 1) // CHUNK):
+        order = np.empty(kmax, dtype=np.int64)
+        cand = np.empty(longest, dtype=np.int64)
+        kept = np.empty(kmax, dtype=np.float64)
+        for q in range(chunk * CHUNK, min(n_queries, (chunk + 1) * CHUNK)):
+            out[q] = _ap_query(
+                labels,
+                scores,
+                offsets[q],
+                offsets[q + 1],
+                k,
+                threshold,
+                ties,
+                by_r,
+                fill,
+                order,
+                kept,
+                cand,
+            )
+    return out
+
+
+def _check_options(
+    k, *, ties="input", no_relevant=1.0, denominator="min_rk", relevance_threshold=0.0
+):
+    """Fail on a bad setting before any data is read."""
+    if denominator not in DENOMINATORS:
+        raise ValueError(f"denominator must be 'min_rk' or 'R', got {denominator!r}")
+    return (
+        check_k(k),
+        check_ties(ties),
+        check_no_relevant(no_relevant),
+        check_threshold(relevance_threshold),
+        DENOMINATORS[denominator] == 1,
+    )
+
+
+def mean_average_precision(
+    y_true,
+    y_pred,
+    group,
+    k: int | None = None,
+    *,
+    ties: str = "input",
+    no_relevant: NoRelevant = 1.0,
+    denominator: str = "min_rk",
+    relevance_threshold: float = 0.0,
+    per_query: bool = False,
+):
+    r"""Mean average precision at ``k`` (MAP@k).
+
+    A document is relevant when its label exceeds ``relevance_threshold``. For one query
+    ranked by descending score, with :math:`\mathrm{rel}_r \in \{0, 1\}` at rank :math:`r`,
+
+    .. math::
+
+        \mathrm{AP@k} = \frac{1}{D} \sum_{r=1}^{\min(k, n)} \mathrm{rel}_r\, \mathrm{P@r},
+        \qquad \mathrm{P@r} = \frac{1}{r} \sum_{i=1}^{r} \mathrm{rel}_i,
+
+    where :math:`D = \min(R, k)` (``denominator="min_rk"``, LightGBM and XGBoost) or
+    :math:`D = R` (``"R"``, trec_eval and ranx), :math:`R` being the number of relevant
+    documents of the query. MAP@k is the mean of AP@k over queries.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_rows,)
+        Labels, finite and non-negative (graded labels are fine: only the threshold matters).
+    y_pred : array-like of shape (n_rows,)
+        Scores, finite; float32 is accepted.
+    group : array-like of shape (n_queries,)
+        Group sizes.
+    k : int or None, default=None
+        Cut-off; ``None`` evaluates the whole list.
+    ties : {"input", "pessimistic", "average"}, default="input"
+        ``"input"``: stable, input row order (LightGBM, XGBoost). ``"pessimistic"``: lower
+        labels first within a tied block, so relevant documents go last. ``"average"``: the
+        exact expectation over all orders of every tied block (McSherry and Najork, 2008),
+        from the closed form in the comment of the kernel.
+    no_relevant : float or "exclude", default=1.0
+        Value of a query with :math:`R = 0`: ``1.0`` (LightGBM, XGBoost's ``map@k``), ``0.0``
+        (trec_eval, XGBoost's ``map@k-``), or ``"exclude"`` (left out of the mean; NaN with
+        ``per_query=True``; a mean over no query is NaN with a ``RuntimeWarning``).
+    denominator : {"min_rk", "R"}, default="min_rk"
+        See the formula.
+    relevance_threshold : float, default=0.0
+        Relevant means ``label > relevance_threshold``. LightGBM tests ``label > 0.5``, which
+        is the same for integer labels.
+    per_query : bool, default=False
+        Return the per-query values instead of their mean.
+
+    Returns
+    -------
+    float or ndarray of shape (n_queries,)
+    """
+    k, tie_code, fill, threshold, by_r = _check_options(
+        k,
+        ties=ties,
+        no_relevant=no_relevant,
+        denominator=denominator,
+        relevance_threshold=relevance_threshold,
+    )
+    scores, offsets, _ = check_inputs(y_true, y_pred, group)
+    labels = check_labels(y_true, offsets=offsets)
+    kmax = cutoff_length(offsets, k)
+    values = _ap_kernel(labels, scores, offsets, k, kmax, threshold, tie_code, by_r, fill)
+    return reduce_queries(values, fill, per_query)

@@ -1,0 +1,175 @@
+"""Precision at k, averaged over queries."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from .._validation import check_labels
+from ._common import (
+    NoRelevant,
+    check_inputs,
+    check_k,
+    check_no_relevant,
+    check_threshold,
+    check_ties,
+    cutoff_length,
+    reduce_queries,
+)
+from ._ranking import (
+    CHUNK,
+    TIES_AVERAGE,
+    TIES_INPUT,
+    max_group_size,
+    rank_top,
+    tie_block_end,
+    tied_with,
+)
+
+__all__ = ["precision_at_k"]
+
+DIVIDE_BY = {"k": 0, "min_kn": 1}
+
+
+@njit(cache=True)
+def _precision_query(labels, scores, lo, hi, k, threshold, ties, shrink, fill, order, kept, cand):
+    n = hi - lo
+    kk = n if k == 0 or k > n else k
+    n_rel = 0
+    for i in range(lo, hi):
+        if labels[i] > threshold:
+            n_rel += 1
+    if n_rel == 0:
+        return fill
+    hits = 0.0
+    if ties == TIES_AVERAGE:
+        # Each rank of a tied block holds a relevant document with probability c / m.
+        rank_top(scores, labels, lo, hi, kk, TIES_INPUT, order, kept, cand)
+        start = 0
+        while start < kk:
+            end = tie_block_end(scores, lo, order, start, kk)
+            if end == kk and kk < n:
+                m, _, c = tied_with(scores, labels, lo, hi, scores[lo + order[start]], threshold)
+            else:
+                m = end - start
+                c = 0
+                for r in range(start, end):
+                    if labels[lo + order[r]] > threshold:
+                        c += 1
+            hits += c * (end - start) / m
+            start = end
+    else:
+        rank_top(scores, labels, lo, hi, kk, ties, order, kept, cand)
+        for r in range(kk):
+            if labels[lo + order[r]] > threshold:
+                hits += 1.0
+    if k == 0:
+        return hits / n
+    return hits / (kk if shrink else k)
+
+
+@njit(parallel=True, cache=True)
+def _precision_kernel(labels, scores, offsets, k, kmax, threshold, ties, shrink, fill):
+    n_queries = offsets.size - 1
+    out = np.empty(n_queries, dtype=np.float64)
+    longest = max_group_size(offsets)
+    for chunk in prange((n_queries + CHUNK - 1) // CHUNK):
+        order = np.empty(kmax, dtype=np.int64)
+        cand = np.empty(longest, dtype=np.int64)
+        kept = np.empty(kmax, dtype=np.float64)
+        for q in range(chunk * CHUNK, min(n_queries, (chunk + 1) * CHUNK)):
+            out[q] = _precision_query(
+                labels,
+                scores,
+                offsets[q],
+                offsets[q + 1],
+                k,
+                threshold,
+                ties,
+                shrink,
+                fill,
+                order,
+                kept,
+                cand,
+            )
+    return out
+
+
+def _check_options(k, *, ties="input", no_relevant=1.0, relevance_threshold=0.0, divide_by="k"):
+    """Fail on a bad setting before any data is read."""
+    if divide_by not in DIVIDE_BY:
+        raise ValueError(f"divide_by must be 'k' or 'min_kn', got {divide_by!r}")
+    return (
+        check_k(k),
+        check_ties(ties),
+        check_no_relevant(no_relevant),
+        check_threshold(relevance_threshold),
+        DIVIDE_BY[divide_by] == 1,
+    )
+
+
+def precision_at_k(
+    y_true,
+    y_pred,
+    group,
+    k: int | None = None,
+    *,
+    ties: str = "input",
+    no_relevant: NoRelevant = 1.0,
+    relevance_threshold: float = 0.0,
+    divide_by: str = "k",
+    per_query: bool = False,
+):
+    r"""Precision at ``k``: the fraction of relevant documents among the top ``k``.
+
+    .. math::
+
+        \mathrm{P@k} = \frac{1}{K} \sum_{r=1}^{\min(k, n)} \mathrm{rel}_r,
+
+    with :math:`\mathrm{rel}_r = 1` when the label at rank :math:`r` exceeds
+    ``relevance_threshold``, and :math:`K = k` (``divide_by="k"``, trec_eval and ranx: a short
+    list counts its missing ranks as non-relevant) or :math:`K = \min(k, n)`
+    (``divide_by="min_kn"``, XGBoost's ``pre@k``). ``k=None`` gives :math:`K = n`.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_rows,)
+        Labels, finite and non-negative.
+    y_pred : array-like of shape (n_rows,)
+        Scores, finite; float32 is accepted.
+    group : array-like of shape (n_queries,)
+        Group sizes.
+    k : int or None, default=None
+        Cut-off; ``None`` evaluates the whole list.
+    ties : {"input", "pessimistic", "average"}, default="input"
+        ``"input"``: stable, input row order. ``"pessimistic"``: lower labels first within a
+        tied block. ``"average"``: exact expectation over the orders of every tied block (a
+        block cut by ``k`` contributes ``c / m`` per rank above the cut).
+    no_relevant : float or "exclude", default=1.0
+        Value of a query without relevant documents: ``1.0`` (LightGBM's convention for its
+        ranking metrics), ``0.0`` (trec_eval, XGBoost), or ``"exclude"`` (left out of the
+        mean; NaN with ``per_query=True``; a mean over no query is NaN with a
+        ``RuntimeWarning``).
+    relevance_threshold : float, default=0.0
+        Relevant means ``label > relevance_threshold``.
+    divide_by : {"k", "min_kn"}, default="k"
+        See the formula.
+    per_query : bool, default=False
+        Return the per-query values instead of their mean.
+
+    Returns
+    -------
+    float or ndarray of shape (n_queries,)
+    """
+    k, tie_code, fill, threshold, shrink = _check_options(
+        k,
+        ties=ties,
+        no_relevant=no_relevant,
+        relevance_threshold=relevance_threshold,
+        divide_by=divide_by,
+    )
+    scores, offsets, _ = check_inputs(y_true, y_pred, group)
+    labels = check_labels(y_true, offsets=offsets)
+    kmax = cutoff_length(offsets, k)
+    values = _precision_kernel(labels, scores, offsets, k, kmax, threshold, tie_code, shrink, fill)
+    return reduce_queries(values, fill, per_query)
