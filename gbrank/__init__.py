@@ -3,6 +3,7 @@
 from . import datasets, metrics, objectives
 from ._version import __version__
 from .ndcg_boost_learner import NDCGBoost
+from .ranker import Ranker
 from .objectives import (
     RankingObjective,
     cosine,
@@ -18,6 +19,7 @@ from .objectives import (
 
 __all__ = [
     "NDCGBoost",
+    "Ranker",
     "RankingObjective",
     "__version__",
     "cosine",

@@ -1,0 +1,571 @@
+"""`Ranker`: a scikit-learn estimator that trains any gbrank objective on LightGBM or XGBoost.
+
+XGBoost's own ``XGBRanker`` refuses custom objectives and LightGBM's ``LGBMRanker`` speaks
+only LightGBM; `Ranker` drives ``lightgbm.train`` and ``xgboost.train`` directly, with one set
+of parameters, gbrank's NDCG for evaluation and early stopping, and query ids that may come
+in any row order (a ``qid`` array or a pandas column).
+"""
+
+from __future__ import annotations
+
+import copy
+import numbers
+from typing import Any, Callable
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._frame import QueryOrder, query_order, split_qid
+from ._validation import check_labels, check_weights
+from .groups import check_group
+from .metrics import make_metrics, ndcg
+
+__all__ = ["Ranker"]
+
+#: Ranking objectives built into each engine (with LightGBM's aliases of rank_xendcg).
+BUILTIN_OBJECTIVES = {
+    "lightgbm": ("lambdarank", "rank_xendcg", "xendcg", "xe_ndcg", "xe_ndcg_mart", "xendcg_mart"),
+    "xgboost": ("rank:ndcg", "rank:pairwise", "rank:map"),
+}
+
+# gbrank name -> (LightGBM name, XGBoost name); None leaves the engine's default.
+_SHARED_PARAMS = {
+    "learning_rate": ("learning_rate", "eta"),
+    "max_depth": ("max_depth", "max_depth"),
+    "num_leaves": ("num_leaves", "max_leaves"),
+    "min_child_weight": ("min_sum_hessian_in_leaf", "min_child_weight"),
+    "subsample": ("bagging_fraction", "subsample"),
+    "colsample_bytree": ("feature_fraction", "colsample_bytree"),
+    "reg_alpha": ("lambda_l1", "alpha"),
+    "reg_lambda": ("lambda_l2", "lambda"),
+    "n_jobs": ("num_threads", "nthread"),
+}
+
+# Set through fit() or the constructor; in `params` they would be ambiguous.
+_RESERVED = frozenset(
+    {
+        "objective", "metric", "eval_metric", "n_estimators", "num_boost_round", "num_iterations",
+        "num_round", "num_rounds", "early_stopping_round", "early_stopping_rounds",
+    }
+)
+
+_IMPORTANCE = {"gain": ("gain", "total_gain"), "split": ("split", "weight")}
+
+
+def _positive_int(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+class Ranker(BaseEstimator):
+    r"""Gradient-boosted ranker with any gbrank objective, on LightGBM or XGBoost.
+
+    Parameters
+    ----------
+    objective : gbrank objective, callable, str or None, default=None
+        The loss. A gbrank objective (``gbrank.listmle_topk(k=10)``, ``gbrank.ranknet()``,
+        ...) or any callable that both engines may call as ``f(preds, data) -> (grad, hess)``;
+        an engine's built-in ranking objective by name (``"lambdarank"``, ``"rank_xendcg"``
+        for LightGBM; ``"rank:ndcg"``, ``"rank:pairwise"``, ``"rank:map"`` for XGBoost); or
+        ``None`` for ``gbrank.listmle()`` (ListMLE, Xia et al. 2008). Training uses a deep
+        copy, so the object passed is never modified.
+    engine : {"lightgbm", "xgboost"}, default="lightgbm"
+        Trains with ``lightgbm.train`` or ``xgboost.train``.
+    n_estimators : int, default=100
+        Boosting rounds.
+    learning_rate : float, default=0.1
+        Shrinkage of every tree (XGBoost's ``eta``).
+    max_depth, num_leaves, min_child_weight, subsample, colsample_bytree, reg_alpha, reg_lambda : optional
+        Tree parameters under one name for both engines; ``None`` keeps the engine's default.
+        They map to LightGBM's ``max_depth``, ``num_leaves``, ``min_sum_hessian_in_leaf``,
+        ``bagging_fraction`` (with ``bagging_freq=1``), ``feature_fraction``, ``lambda_l1``,
+        ``lambda_l2`` and to XGBoost's ``max_depth``, ``max_leaves``, ``min_child_weight``,
+        ``subsample``, ``colsample_bytree``, ``alpha``, ``lambda``.
+    importance_type : {"gain", "split"}, default="gain"
+        What ``feature_importances_`` counts: total gain of the splits on a feature, or their
+        number.
+    qid_col : str or None, default="qid"
+        Name of the query-id column when ``X`` is a pandas DataFrame. The column is never a
+        feature. ``None`` reads no column.
+    score_at : int, default=10
+        Cut-off ``k`` of the NDCG@k that :meth:`score` returns.
+    n_jobs : int, optional
+        Threads (LightGBM ``num_threads``, XGBoost ``nthread``); ``None``: engine default.
+    random_state : int, RandomState or None, default=None
+        Seed of the engine (bagging, feature sampling). ``None`` keeps the engine's default
+        seed. A gbrank objective with random tie-breaking has its own ``seed``.
+    params : dict, optional
+        Further engine parameters, passed as they are and applied last (they win over the
+        arguments above). The objective, metric and number of rounds cannot be set here.
+
+    Attributes
+    ----------
+    booster_ : lightgbm.Booster or xgboost.Booster
+        The trained model.
+    objective_ : callable or str
+        The objective trained: a copy of ``objective`` (which stays untouched), or
+        ``gbrank.listmle()`` when it is None.
+    best_iteration_ : int
+        Number of boosting rounds :meth:`predict` uses: the best round (1-based) under early
+        stopping, otherwise every round trained.
+    evals_result_ : dict
+        ``{eval_name: {metric_name: [value per round]}}`` for the eval sets given to
+        :meth:`fit` (``"valid_0"``, ``"valid_1"``, ...; metrics ``"gbrank-ndcg@k"``).
+    n_features_in_ : int
+        Number of features seen in :meth:`fit` (without the query-id column).
+    feature_names_in_ : ndarray of str
+        Feature names, when ``X`` was a DataFrame with string column names.
+
+    Notes
+    -----
+    **Query groups are required.** :meth:`fit` and :meth:`score` take ``group`` (sizes of
+    consecutive queries), ``qid`` (one id per row) or a DataFrame with a ``qid_col`` column,
+    and raise a ``ValueError`` without one: treating all rows as one query would train a
+    different model without a word. With query ids, rows of a query need not be contiguous;
+    they are grouped (queries by ascending id, the rows of a query in input order) before
+    training and scoring, so any interleaving of the queries trains the same model. :meth:`predict` scores rows one by one and returns them in the caller's order.
+
+    **Sample weights** are per row. With XGBoost, which weights whole queries, the rows of a
+    query must share one weight.
+
+    **Cross-validation.** ``GroupKFold`` keeps queries whole. The fold's query ids reach
+    :meth:`fit` and :meth:`score` either inside ``X`` (a DataFrame with the ``qid_col``
+    column: ``cross_val_score(Ranker(), X_df, y, groups=X_df["qid"], cv=GroupKFold())``) or
+    through metadata routing (``sklearn.set_config(enable_metadata_routing=True)``,
+    ``Ranker().set_fit_request(qid=True).set_score_request(qid=True)`` and
+    ``params={"qid": qid}``). ``group`` sizes cannot be split by row indices.
+
+    **scikit-learn estimator checks.** The checks call ``fit(X, y)`` without groups; the
+    test suite runs them with one query per block of rows supplied, and expects a few to
+    fail for reasons that belong to ranking (see ``tests/test_ranker.py``): checks that
+    duplicate or drop rows change the queries, and XGBoost's per-query weights.
+
+    Examples
+    --------
+    >>> import gbrank
+    >>> from gbrank.datasets import make_ranking
+    >>> from gbrank.ranker import Ranker
+    >>> data = make_ranking(n_queries=50, docs_per_query=20, n_features=10)
+    >>> model = Ranker(gbrank.listmle_topk(k=10), engine="xgboost", n_estimators=20)
+    >>> model.fit(data.X, data.y, qid=data.qid).score(data.X, data.y, qid=data.qid) > 0.5
+    True
+    """
+
+    def __init__(
+        self,
+        objective: Callable | str | None = None,
+        engine: str = "lightgbm",
+        *,
+        n_estimators: int = 100,
+        learning_rate: float = 0.1,
+        max_depth: int | None = None,
+        num_leaves: int | None = None,
+        min_child_weight: float | None = None,
+        subsample: float | None = None,
+        colsample_bytree: float | None = None,
+        reg_alpha: float | None = None,
+        reg_lambda: float | None = None,
+        importance_type: str = "gain",
+        qid_col: str | None = "qid",
+        score_at: int = 10,
+        n_jobs: int | None = None,
+        random_state=None,
+        params: dict | None = None,
+    ):
+        self.objective = objective
+        self.engine = engine
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.max_depth = max_depth
+        self.num_leaves = num_leaves
+        self.min_child_weight = min_child_weight
+        self.subsample = subsample
+        self.colsample_bytree = colsample_bytree
+        self.reg_alpha = reg_alpha
+        self.reg_lambda = reg_lambda
+        self.importance_type = importance_type
+        self.qid_col = qid_col
+        self.score_at = score_at
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.params = params
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        tags.target_tags.positive_only = True
+        # Both engines route missing feature values down a learned default branch.
+        tags.input_tags.allow_nan = True
+        return tags
+
+    # ------------------------------------------------------------------ fit
+    def fit(
+        self,
+        X,
+        y,
+        *,
+        group=None,
+        qid=None,
+        sample_weight=None,
+        eval_set=None,
+        eval_group=None,
+        eval_qid=None,
+        eval_at=(10,),
+        early_stopping_rounds: int | None = None,
+        verbose: bool | int = False,
+    ) -> Ranker:
+        """Train on queries of documents.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_rows, n_features) or pandas.DataFrame
+            Features; a DataFrame may hold the query ids in its ``qid_col`` column.
+        y : array-like of shape (n_rows,)
+            Relevance labels, finite and non-negative (integers for objectives and gains
+            that need them).
+        group : array-like of shape (n_queries,), optional
+            Sizes of consecutive queries.
+        qid : array-like of shape (n_rows,), optional
+            Query id of each row; rows of a query need not be contiguous.
+        sample_weight : array-like of shape (n_rows,), optional
+            Non-negative row weights (XGBoost: equal within a query).
+        eval_set : list of (X, y), optional
+            Data evaluated after every round with gbrank's NDCG@k for each ``k`` in
+            ``eval_at``; results in ``evals_result_``.
+        eval_group, eval_qid : list, optional
+            Groups of each eval set, as ``group`` or ``qid``; an entry may be None when
+            that eval set's ``X`` holds the ``qid_col`` column.
+        eval_at : int or sequence of int, default=(10,)
+            Cut-offs of the NDCG reported on the eval sets.
+        early_stopping_rounds : int, optional
+            Stop when NDCG@``eval_at[0]`` on the last eval set has not improved for this
+            many rounds; :meth:`predict` then uses the best round.
+        verbose : bool or int, default=False
+            Print the eval results every round (or every ``verbose`` rounds).
+
+        Returns
+        -------
+        self : Ranker
+        """
+        engine = self._check_params()
+        objective = self._resolve_objective(engine)
+        X, y, rows = self._grouped(X, y, group, qid, reset=True)
+        weight = rows.group(check_weights(sample_weight, y.shape[0], name="sample_weight"))
+        if weight is not None and not weight.sum() > 0:
+            raise ValueError("sample_weight is zero for every row: there is nothing to fit")
+        evals = self._eval_sets(eval_set, eval_group, eval_qid)
+        names = [f"valid_{i}" for i in range(len(evals))]
+        cutoffs = [eval_at] if isinstance(eval_at, numbers.Integral) else list(eval_at)
+        metrics = make_metrics([f"ndcg@{_positive_int(k, 'eval_at')}" for k in cutoffs]) if evals else None
+        if early_stopping_rounds is not None:
+            early_stopping_rounds = _positive_int(early_stopping_rounds, "early_stopping_rounds")
+            if not evals:
+                raise ValueError("early_stopping_rounds needs an eval_set to watch")
+        train = _fit_lightgbm if engine == "lightgbm" else _fit_xgboost
+        evals_result: dict = {}
+        booster, best = train(
+            params=self._engine_params(engine),
+            objective=objective,
+            data=(X, y, rows.sizes, weight),
+            evals=evals,
+            names=names,
+            n_rounds=_positive_int(self.n_estimators, "n_estimators"),
+            metrics=metrics,
+            early_stopping_rounds=early_stopping_rounds,
+            verbose=verbose,
+            evals_result=evals_result,
+        )
+        self.objective_ = objective
+        self.booster_ = booster
+        self.best_iteration_ = best
+        self.evals_result_ = evals_result
+        return self
+
+    # ------------------------------------------------------------------ predict / score
+    def predict(self, X) -> np.ndarray:
+        """Scores (raw margins) of the rows of ``X``, in the order given; higher ranks first.
+
+        A DataFrame may keep its ``qid_col`` column; it is ignored.
+        """
+        check_is_fitted(self, "booster_")
+        X, _ = split_qid(X, None, self.qid_col)
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], ensure_all_finite="allow-nan")
+        return self._predict(X)
+
+    def _trained_with(self) -> str:
+        return type(self.booster_).__module__.split(".")[0]
+
+    def _predict(self, X: np.ndarray) -> np.ndarray:
+        if self._trained_with() == "lightgbm":
+            return self.booster_.predict(X, num_iteration=self.best_iteration_, raw_score=True)
+        return self.booster_.inplace_predict(
+            X, iteration_range=(0, self.best_iteration_), predict_type="margin"
+        ).astype(np.float64)
+
+    def score(self, X, y, group=None, qid=None) -> float:
+        """Mean NDCG@``score_at`` over the queries, with ``gbrank.metrics.ndcg``'s defaults.
+
+        Gains ``2**label - 1``, ties in input order, a query without relevant documents
+        counts as 1 (as LightGBM and XGBoost). Groups are given as in :meth:`fit`.
+        """
+        check_is_fitted(self, "booster_")
+        k = _positive_int(self.score_at, "score_at")
+        X, y, rows = self._grouped(X, y, group, qid, reset=False)
+        return ndcg(y, self._predict(X), rows.sizes, k=k)
+
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        """Importance of every feature, normalised to sum to 1 (zeros when no tree splits).
+
+        ``importance_type="gain"``: total gain of the splits on the feature (LightGBM
+        ``gain``, XGBoost ``total_gain``); ``"split"``: number of splits (XGBoost ``weight``).
+        """
+        check_is_fitted(self, "booster_")
+        if self.importance_type not in _IMPORTANCE:
+            raise ValueError(f"importance_type must be 'gain' or 'split', got {self.importance_type!r}")
+        lgb_kind, xgb_kind = _IMPORTANCE[self.importance_type]
+        if self._trained_with() == "lightgbm":
+            values = self.booster_.feature_importance(importance_type=lgb_kind).astype(np.float64)
+        else:
+            found = self.booster_.get_score(importance_type=xgb_kind)
+            values = np.array([found.get(f"f{i}", 0.0) for i in range(self.n_features_in_)])
+        total = values.sum()
+        return values / total if total > 0 else values
+
+    # ------------------------------------------------------------------ internals
+    def _check_params(self) -> str:
+        if self.engine not in BUILTIN_OBJECTIVES:
+            raise ValueError(f"engine must be 'lightgbm' or 'xgboost', got {self.engine!r}")
+        if self.importance_type not in _IMPORTANCE:
+            raise ValueError(f"importance_type must be 'gain' or 'split', got {self.importance_type!r}")
+        _positive_int(self.score_at, "score_at")
+        lr = self.learning_rate
+        if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not (np.isfinite(lr) and lr > 0):
+            raise ValueError(f"learning_rate must be a finite number > 0, got {lr!r}")
+        if self.params is not None:
+            if not isinstance(self.params, dict):
+                raise TypeError(f"params must be a dict of engine parameters, got {type(self.params).__name__}")
+            reserved = sorted(_RESERVED.intersection(self.params))
+            if reserved:
+                raise ValueError(
+                    f"params may not set {reserved}: use objective=, n_estimators=, eval_at= "
+                    "and early_stopping_rounds="
+                )
+        return self.engine
+
+    def _resolve_objective(self, engine: str):
+        objective = self.objective
+        if objective is None:
+            from .objectives import listmle
+
+            return listmle()
+        if isinstance(objective, str):
+            if objective not in BUILTIN_OBJECTIVES[engine]:
+                raise ValueError(
+                    f"{objective!r} is not a ranking objective of {engine}; built-in ones are "
+                    f"{list(BUILTIN_OBJECTIVES[engine])}, or pass a gbrank objective"
+                )
+            return objective
+        if callable(objective):
+            # Train a copy: the objective is a constructor parameter and must stay as given
+            # (XGBoost would otherwise fill its per-dataset cache).
+            return copy.deepcopy(objective)
+        raise TypeError(
+            "objective must be a gbrank objective (e.g. gbrank.listmle()), a callable "
+            f"f(preds, data) -> (grad, hess), an engine objective name or None; got {objective!r}"
+        )
+
+    def _engine_params(self, engine: str) -> dict[str, Any]:
+        column = 0 if engine == "lightgbm" else 1
+        params: dict[str, Any] = {"verbosity": -1} if engine == "lightgbm" else {}
+        for name, names in _SHARED_PARAMS.items():
+            value = getattr(self, name)
+            if value is not None:
+                params[names[column]] = value
+        if engine == "lightgbm" and self.subsample is not None:
+            params["bagging_freq"] = 1
+        if self.random_state is not None:
+            params["seed"] = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+        params.update(self.params or {})
+        return params
+
+    def _grouped(self, X, y, group, qid, *, reset: bool):
+        """Validated features and labels with the rows of every query contiguous."""
+        X, qid = split_qid(X, qid, self.qid_col)
+        # Ranking needs two documents; one row would train a constant model.
+        X, y = validate_data(
+            self,
+            X,
+            y,
+            reset=reset,
+            dtype=[np.float64, np.float32],
+            ensure_all_finite="allow-nan",
+            ensure_min_samples=2 if reset else 1,
+            y_numeric=True,
+        )
+        n = X.shape[0]
+        if group is not None and qid is not None:
+            raise ValueError("pass query groups once: group= (sizes) or qid= / a qid column, not both")
+        if group is not None:
+            rows = QueryOrder(None, np.diff(check_group(group, n)))
+        elif qid is not None:
+            rows = query_order(qid, n)
+        else:
+            raise ValueError(
+                "Ranker needs query groups: pass group=[n1, n2, ...] (sizes of consecutive "
+                f"queries), qid= (one query id per row) or a DataFrame with a {self.qid_col!r} "
+                "column"
+            )
+        y = check_labels(rows.group(y), offsets=rows.offsets, name="y")
+        return rows.group(X), y, rows
+
+    def _eval_sets(self, eval_set, eval_group, eval_qid):
+        if eval_set is None:
+            if eval_group is not None or eval_qid is not None:
+                raise ValueError("eval_group / eval_qid were given without an eval_set")
+            return []
+        if isinstance(eval_set, tuple):
+            eval_set = [eval_set]
+        evals = []
+        for i, pair in enumerate(eval_set):
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise ValueError(f"eval_set[{i}] must be a pair (X, y)")
+            group = _entry(eval_group, i, len(eval_set), "eval_group")
+            qid = _entry(eval_qid, i, len(eval_set), "eval_qid")
+            X, y, rows = self._grouped(pair[0], pair[1], group, qid, reset=False)
+            evals.append((X, y, rows.sizes))
+        return evals
+
+
+def _entry(values, i: int, n: int, name: str):
+    if values is None:
+        return None
+    if len(values) != n:
+        raise ValueError(f"{name} has {len(values)} entries for {n} eval sets")
+    return values[i]
+
+
+def _query_weights(weight: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """One weight per query, as XGBoost takes them; rows of a query must agree."""
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    per_query = weight[starts]
+    differ = weight != np.repeat(per_query, sizes)
+    if differ.any():
+        row = int(np.flatnonzero(differ)[0])
+        query = int(np.searchsorted(starts, row, side="right") - 1)
+        raise ValueError(
+            "with engine='xgboost', sample weights weight whole queries: the rows of a query "
+            f"must share one weight, but query {query} has {per_query[query]:g} and "
+            f"{weight[row]:g} (grouped row {row})"
+        )
+    return per_query
+
+
+class _LightGBMEarlyStopping:
+    """Stops when one metric on one eval set has not improved for ``rounds`` rounds.
+
+    LightGBM's own callback watches every eval set; this one watches the set XGBoost's
+    early stopping watches (the last), so both engines stop on the same rule.
+    """
+
+    def __init__(self, rounds: int, data_name: str, metric_name: str):
+        # Instance attributes: lgb.train gives callbacks without an "order" in their
+        # __dict__ one that runs them before record_evaluation.
+        self.order = 30
+        self.before_iteration = False
+        self.rounds = rounds
+        self.data_name = data_name
+        self.metric_name = metric_name
+        self.best_score = -np.inf
+        self.best_iteration = -1
+        self.best_results: list = []
+
+    def __call__(self, env) -> None:
+        from lightgbm.callback import EarlyStopException
+
+        score = next(
+            r[2] for r in env.evaluation_result_list if r[0] == self.data_name and r[1] == self.metric_name
+        )
+        if score > self.best_score:
+            self.best_score = score
+            self.best_iteration = env.iteration
+            self.best_results = list(env.evaluation_result_list)
+        if env.iteration - self.best_iteration >= self.rounds or env.iteration == env.end_iteration - 1:
+            raise EarlyStopException(self.best_iteration, self.best_results)
+
+
+def _fit_lightgbm(*, params, objective, data, evals, names, n_rounds, metrics, early_stopping_rounds, verbose, evals_result):
+    try:
+        import lightgbm as lgb
+    except ImportError as exc:
+        raise ImportError("engine='lightgbm' needs LightGBM: pip install 'gbrank[lightgbm]'") from exc
+    X, y, sizes, weight = data
+    dtrain = lgb.Dataset(X, y, group=sizes, weight=weight, params=dict(params)).construct()
+    if callable(objective) and not any(dtrain.feature_num_bin(i) > 0 for i in range(X.shape[1])):
+        # LightGBM aborts on a failed internal check when a custom objective meets a dataset
+        # without a usable feature; say what happened instead.
+        raise ValueError(
+            f"LightGBM finds no feature it can split on in {X.shape[0]} rows (every feature is "
+            "constant, or too few rows for min_data_in_leaf, default 20, and min_data_in_bin, "
+            "default 3): pass more data or lower them, e.g. params={'min_data_in_leaf': 1}"
+        )
+    valid = [lgb.Dataset(Xe, ye, group=ge, reference=dtrain) for Xe, ye, ge in evals]
+    callbacks = []
+    if evals:
+        callbacks.append(lgb.record_evaluation(evals_result))
+        if verbose:
+            callbacks.append(lgb.log_evaluation(period=int(verbose)))
+    if early_stopping_rounds is not None:
+        callbacks.append(_LightGBMEarlyStopping(early_stopping_rounds, names[-1], metrics.names[0]))
+    booster = lgb.train(
+        {**params, "objective": objective, "metric": "None"},
+        dtrain,
+        num_boost_round=n_rounds,
+        valid_sets=valid or None,
+        valid_names=names or None,
+        feval=metrics.lightgbm if metrics else None,
+        callbacks=callbacks,
+    )
+    best = booster.best_iteration if booster.best_iteration > 0 else booster.current_iteration()
+    return booster, int(best)
+
+
+def _fit_xgboost(*, params, objective, data, evals, names, n_rounds, metrics, early_stopping_rounds, verbose, evals_result):
+    try:
+        import xgboost as xgb
+    except ImportError as exc:
+        raise ImportError("engine='xgboost' needs XGBoost: pip install 'gbrank[xgboost]'") from exc
+    X, y, sizes, weight = data
+    qweight = None if weight is None else _query_weights(weight, sizes)
+    dtrain = xgb.DMatrix(X, y, group=sizes, weight=qweight)
+    watch = [(xgb.DMatrix(Xe, ye, group=ge), name) for (Xe, ye, ge), name in zip(evals, names)]
+    params = {**params, "disable_default_eval_metric": 1}
+    obj = None
+    if isinstance(objective, str):
+        params["objective"] = objective
+    else:
+        obj = objective
+    callbacks = []
+    if early_stopping_rounds is not None:
+        callbacks.append(
+            xgb.callback.EarlyStopping(
+                rounds=early_stopping_rounds, metric_name=metrics.names[0], data_name=names[-1], maximize=True
+            )
+        )
+    booster = xgb.train(
+        params,
+        dtrain,
+        num_boost_round=n_rounds,
+        evals=watch,
+        obj=obj,
+        custom_metric=metrics.xgboost if metrics else None,
+        evals_result=evals_result,
+        verbose_eval=verbose,
+        callbacks=callbacks,
+    )
+    if early_stopping_rounds is not None:
+        return booster, int(booster.best_iteration) + 1
+    return booster, int(booster.num_boosted_rounds())
