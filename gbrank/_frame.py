@@ -126,7 +126,7 @@ def query_order(qid, n_rows: int | None = None) -> QueryOrder:
         raise ValueError("qid is empty: there are no rows to group")
     if qid.dtype.kind == "f" and not np.isfinite(qid).all():
         row = int(np.flatnonzero(~np.isfinite(qid))[0])
-        raise ValueError(f"qid contains {qid[row]!r} at row {row}; query ids must be finite")
+        raise ValueError(f"qid contains {qid[row]} at row {row}; query ids must be finite")
     if qid.dtype.kind == "O":
         missing = np.fromiter((v is None or v != v for v in qid), dtype=bool, count=qid.size)
         if missing.any():

@@ -83,7 +83,7 @@ def check_labels(
     return labels
 
 
-def check_weights(weight, n_rows: int, name: str = "weight") -> np.ndarray | None:
+def check_weights(weight, n_rows: int, offsets=None, name: str = "weight") -> np.ndarray | None:
     """Return per-row weights as float64, or None. Weights must be finite and non-negative."""
     if weight is None:
         return None
@@ -92,8 +92,8 @@ def check_weights(weight, n_rows: int, name: str = "weight") -> np.ndarray | Non
         raise ValueError(f"{name} has shape {w.shape} but there are {n_rows} rows")
     if not np.isfinite(w).all():
         row = int(np.flatnonzero(~np.isfinite(w))[0])
-        raise ValueError(f"{name} contains {_show(w[row])} at row {row}; weights must be finite")
+        raise ValueError(f"{name} contains {_show(w[row])} at {_where(row, offsets)}; weights must be finite")
     if w.size and w.min() < 0:
         row = int(np.argmin(w))
-        raise ValueError(f"{name} must be non-negative; {name}[{row}] = {w[row]:g}")
+        raise ValueError(f"{name} must be non-negative; {name}[{row}] = {w[row]:g} at {_where(row, offsets)}")
     return w

@@ -621,7 +621,12 @@ def train_xgboost(
     features = _columns(df, label_col, qid_col, None, features)
 
     def matrix(frame):
-        return dxgb.DaskDMatrix(client, frame[features], frame[label_col], qid=frame[qid_col])
+        # Unnamed arrays: a worker that holds no rows of an eval set gets an empty DMatrix
+        # without feature names, which XGBoost refuses against a model that has them.
+        def column(data):
+            return data.to_dask_array(lengths=True)
+
+        return dxgb.DaskDMatrix(client, column(frame[features]), column(frame[label_col]), qid=column(frame[qid_col]))
 
     dtrain = matrix(df)
     watch = [(matrix(frame), name) for frame, name in evals or []]
@@ -651,6 +656,7 @@ def train_xgboost(
     if evals_result is not None:
         evals_result.update(out["history"])
     booster: xgb.Booster = out["booster"]
+    booster.feature_names = list(features)
     return booster
 
 

@@ -34,7 +34,7 @@ def _as_1d_int(values, name: str) -> np.ndarray:
             raise ValueError(f"{name} contains NaN or infinite values")
         if not np.all(arr == np.round(arr)):
             bad = int(np.flatnonzero(arr != np.round(arr))[0])
-            raise ValueError(f"{name} must hold integers; {name}[{bad}] = {arr[bad]!r}")
+            raise ValueError(f"{name} must hold integers; {name}[{bad}] = {arr[bad]:g}")
     elif arr.dtype.kind not in "iub":
         raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}")
     return arr.astype(np.int64)

@@ -301,8 +301,8 @@ class NDCGBoost(BaseEstimator):
         if y.ndim != 1 or y.shape[0] != X.shape[0]:
             raise ValueError(f"y must be one-dimensional with {X.shape[0]} entries, got shape {y.shape}")
         offsets = group_offsets(X.shape[0], group=group, qid=qid)
-        labels = np.ascontiguousarray(y, dtype=np.float64)
         gains = gain_values(y, self.gain, offsets=offsets)
+        labels = np.ascontiguousarray(y, dtype=np.float64)
         eval_at = self._check_eval_at(eval_at)
         evals = self._check_eval_set(eval_set)
         if early_stopping_rounds is not None:

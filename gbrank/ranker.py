@@ -21,6 +21,7 @@ from ._frame import QueryOrder, query_order, split_qid
 from ._validation import check_labels, check_weights
 from .groups import check_group
 from .metrics import make_metrics, ndcg
+from .objectives import RankingObjective
 
 __all__ = ["Ranker"]
 
@@ -252,7 +253,7 @@ class Ranker(BaseEstimator):
         """
         engine = self._check_params()
         objective = self._resolve_objective(engine)
-        X, y, rows = self._grouped(X, y, group, qid, reset=True)
+        X, y, rows = self._grouped(X, y, group, qid, reset=True, objective=objective)
         weight = rows.group(check_weights(sample_weight, y.shape[0], name="sample_weight"))
         if weight is not None and not weight.sum() > 0:
             raise ValueError("sample_weight is zero for every row: there is nothing to fit")
@@ -392,9 +393,21 @@ class Ranker(BaseEstimator):
         params.update(self.params or {})
         return params
 
-    def _grouped(self, X, y, group, qid, *, reset: bool):
-        """Validated features and labels with the rows of every query contiguous."""
+    def _grouped(self, X, y, group, qid, *, reset: bool, objective=None):
+        """Validated features and labels with the rows of every query contiguous.
+
+        Labels are checked in the caller's row order first (and against the objective's own
+        rules), so that an error names the caller's row, not the row after grouping.
+        """
         X, qid = split_qid(X, qid, self.qid_col)
+        y_in = np.asarray(y)
+        if y_in.ndim == 1 and y_in.dtype.kind in "fiub":
+            where = None
+            if group is not None and qid is None and np.ndim(group) == 1 and np.sum(group) == y_in.shape[0]:
+                where = check_group(group, y_in.shape[0])
+            check_labels(y_in, offsets=where, name="y")
+            if isinstance(objective, RankingObjective):
+                objective._label_check(y_in, where)
         # Ranking needs two documents; one row would train a constant model.
         X, y = validate_data(
             self,

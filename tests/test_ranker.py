@@ -264,7 +264,7 @@ def test_bad_labels_weights_and_params(data):
     with pytest.raises(ValueError, match=r"y must be non-negative; y\[7\] = -1"):
         Ranker(**FAST).fit(data.X, y, group=data.group)
     y[7] = np.nan
-    with pytest.raises(ValueError, match="Input y contains NaN"):
+    with pytest.raises(ValueError, match=r"y contains NaN at row 7 \(query 0\)"):
         Ranker(**FAST).fit(data.X, y, group=data.group)
     with pytest.raises(ValueError, match="zero for every row"):
         Ranker(**FAST).fit(data.X, data.y, group=data.group, sample_weight=np.zeros(len(data)))

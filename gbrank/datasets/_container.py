@@ -69,6 +69,11 @@ class RankingData:
                 raise ValueError("group sizes do not match the query blocks of qid")
         if qid is None:
             qid = sizes_to_qid(group)
+        bad = ~np.isfinite(y)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            query = int(np.searchsorted(np.cumsum(group), row, side="right"))
+            raise ValueError(f"y contains {y[row]} at row {row} (query {query}); labels must be finite")
         object.__setattr__(self, "X", X)
         object.__setattr__(self, "y", y)
         object.__setattr__(self, "group", group)

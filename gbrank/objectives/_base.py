@@ -120,7 +120,7 @@ class RankingObjective:
         offsets = check_group(group, n)
         state = self._state(labels, offsets)
         scores = check_scores(y_pred, n, offsets)
-        weights = check_weights(weight, n)
+        weights = check_weights(weight, n, offsets)
         return self._finish(state, scores, weights)
 
     def loss(self, y_true, y_pred, group) -> float:
@@ -147,6 +147,8 @@ class RankingObjective:
     # ----------------------------------------------------------------- internals
     def _xgboost(self, preds, dmat):
         labels = dmat.get_label()
+        if labels.size == 0:
+            raise ValueError("the DMatrix has no rows: there is nothing to rank")
         ptr = dmat.get_uint_info("group_ptr")
         if ptr.size < 2:
             raise ValueError(

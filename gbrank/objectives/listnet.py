@@ -326,7 +326,8 @@ def _sampled(s, psi, start, end, k, n_samples, seed, query, grad, hess, want_los
     key_g = np.empty(k)
     prefix = np.empty(k, dtype=np.int64)
     in_prefix = np.full(n, -1, dtype=np.int64)
-    suffix = np.empty(k + 1)
+    top = np.empty(k + 1)
+    logz = np.empty(k + 1)
     weight = 1.0 / n_samples
     loss = 0.0
     for _ in range(n_samples):
@@ -351,7 +352,9 @@ def _sampled(s, psi, start, end, k, n_samples, seed, query, grad, hess, want_los
                 filled += 1
         for t in range(k):
             in_prefix[prefix[t]] = t
-        # suffix[t] = log-sum-exp of s over the documents still unranked at step t
+        # suffix t (documents still unranked at step t) has log-sum-exp top[t] + logz[t], top[t]
+        # its largest score: scores are only subtracted from scores, never added to a
+        # log-normaliser, so that no digit of logz is lost against scores of 1e30
         mr = -np.inf
         for i in range(n):
             if in_prefix[i] < 0:
@@ -360,31 +363,46 @@ def _sampled(s, psi, start, end, k, n_samples, seed, query, grad, hess, want_los
         for i in range(n):
             if in_prefix[i] < 0:
                 zr += math.exp(s[start + i] - mr)
-        suffix[k] = mr + math.log(zr)
+        top[k] = mr
+        logz[k] = math.log(zr)
         for t in range(k - 1, -1, -1):
-            suffix[t] = _logaddexp(s[start + prefix[t]], suffix[t + 1])
-        lam1 = -np.inf
-        lam2 = -np.inf
+            sp = s[start + prefix[t]]
+            if sp > mr:
+                zr = zr * math.exp(mr - sp) + 1.0
+                mr = sp
+            else:
+                zr += math.exp(sp - mr)
+            top[t] = mr
+            logz[t] = math.log(zr)
+        # log sum_{t<k} exp(top[k-1] - lse_t) and log sum_{t<k} exp(2 (top[k-1] - lse_t))
+        ca = -np.inf
+        cb = -np.inf
         for t in range(k):
-            lam1 = _logaddexp(lam1, -suffix[t])
-            lam2 = _logaddexp(lam2, -2.0 * suffix[t])
+            if t > 0:
+                drop = top[t - 1] - top[t]
+                ca -= drop
+                cb -= 2.0 * drop
+            ca = _logaddexp(ca, -logz[t])
+            cb = _logaddexp(cb, -2.0 * logz[t])
             if want_loss:
-                loss += weight * (suffix[t] - s[start + prefix[t]])
+                loss += weight * ((top[t] - s[start + prefix[t]]) + logz[t])
         for i in range(n):
             r = in_prefix[i]
             si = s[start + i]
             if r < 0:
-                g = math.exp(si + lam1)
-                h = g - math.exp(2.0 * si + lam2)
+                x = si - top[k - 1]
+                g = math.exp(x + ca)
+                h = g - math.exp(2.0 * x + cb)
                 grad[start + i] += weight * g
                 hess[start + i] += weight * (h if h > 0.0 else 0.0)
             else:
                 g = -1.0
                 h = 0.0
                 for t in range(r + 1):
-                    pi = math.exp(si - suffix[t])
+                    x = (si - top[t]) - logz[t]
+                    pi = math.exp(x)
                     g += pi
-                    h -= pi * math.expm1(si - suffix[t])
+                    h -= pi * math.expm1(x)
                 grad[start + i] += weight * g
                 hess[start + i] += weight * h
         for t in range(k):

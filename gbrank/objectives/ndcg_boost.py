@@ -67,7 +67,7 @@ from typing import Any
 import numpy as np
 from numba import njit, prange
 
-from .._validation import check_scores
+from .._validation import check_labels, check_scores
 from ..gains import Gain, discount_values, gain_values
 from ..groups import check_group
 from ._base import RankingObjective
@@ -148,7 +148,7 @@ def _query_tables(sorted_gain, offsets, disc):
 
 
 @njit(cache=True, parallel=True)
-def relaxation_pass(F, offsets, order, sorted_gain, block_end, inv_z, tie_mass, w, curv, m):
+def relaxation_pass(F, scale, offsets, order, sorted_gain, block_end, inv_z, tie_mass, w, curv, m):
     """Per query: ``M_q`` (eq. 11), the weights ``w_i`` (eq. 16) and the curvature bound.
 
     Parameters
@@ -192,7 +192,8 @@ def relaxation_pass(F, offsets, order, sorted_gain, block_end, inv_z, tie_mass, 
             wi = 0.0
             for r in range(block_end[a + p] - a, n):
                 dg = gi - sorted_gain[a + r]
-                d = fi - fs[r]
+                # scale after the difference: 2 * s would overflow for |s| > 9e307
+                d = scale * (fi - fs[r])
                 e = np.exp(-abs(d))
                 inv = 1.0 / (1.0 + e)
                 # sigma(F_j - F_i) = 1 / (1 + exp(d)), from exp(-|d|) only
@@ -254,14 +255,14 @@ def step_sums(F, f, offsets, order, sorted_gain, inv_z, out):
         out[q, 1] = upper * iz
 
 
-def run_pass(state: NDCGBoostState, F: np.ndarray):
+def run_pass(state: NDCGBoostState, F: np.ndarray, scale: float = 1.0):
     """``(w, curv, M_q)`` at ``F`` (fresh arrays); see :func:`relaxation_pass`."""
     n = F.shape[0]
     w = np.empty(n)
     curv = np.empty(n)
     m = np.empty(state.offsets.shape[0] - 1)
     relaxation_pass(
-        F, state.offsets, state.order, state.sorted_gain, state.block_end, state.inv_z, state.tie_mass, w, curv, m
+        F, scale, state.offsets, state.order, state.sorted_gain, state.block_end, state.inv_z, state.tie_mass, w, curv, m
     )
     return w, curv, m
 
@@ -317,7 +318,7 @@ class NDCGBoostObjective(RankingObjective):
             gain_values(np.zeros(1), self.gain)
 
     def _label_check(self, y_true, offsets):
-        labels = np.ascontiguousarray(np.asarray(y_true), dtype=np.float64)
+        labels = check_labels(y_true, offsets=offsets)
         gain_values(labels, self.gain, offsets=offsets)
         return labels
 
@@ -325,12 +326,12 @@ class NDCGBoostObjective(RankingObjective):
         return prepare_queries(gain_values(labels, self.gain, offsets=offsets), offsets)
 
     def _grad_hess(self, state, scores, grad, hess):
-        w, curv, _ = run_pass(state, 2.0 * scores)
+        w, curv, _ = run_pass(state, scores, 2.0)
         np.multiply(w, -2.0, out=grad)
         np.multiply(curv, 4.0, out=hess)
 
     def _loss(self, state, scores):
-        return run_pass(state, 2.0 * scores)[2]
+        return run_pass(state, scores, 2.0)[2]
 
     def _params(self):
         gain = self.gain if isinstance(self.gain, str) else self.gain.tolist()

@@ -129,25 +129,40 @@ def _query_grad_hess_linear(scores, perm, weights, wstart, head, smax, grad, hes
 @njit(cache=True)
 def _query_grad_hess_log(scores, perm, weights, wstart, grad, hess):
     m = perm.shape[0]
-    lse = np.empty(m)
-    acc = -np.inf
+    # lse_i = top[i] + logz[i], with top[i] the largest score among positions i..m-1: scores
+    # are only ever subtracted from a score, never added to a log-normaliser, so that no
+    # digit of log z is lost against scores of 1e30
+    top = np.empty(m)
+    logz = np.empty(m)
+    mx = -np.inf
+    z = 0.0
     for i in range(m - 1, -1, -1):
-        acc = _logaddexp(acc, scores[perm[i]])
-        lse[i] = acc
-    # log sum_{i<=r} w_i exp(-lse_i) and log sum_{i<=r} w_i exp(-2 lse_i)
-    log_a = -np.inf
-    log_b = -np.inf
+        s = scores[perm[i]]
+        if s > mx:
+            z = z * np.exp(mx - s) + 1.0
+            mx = s
+        else:
+            z += np.exp(s - mx)
+        top[i] = mx
+        logz[i] = np.log(z)
+    # ca = log sum_{i<=r} w_i exp(top[r] - lse_i), cb = log sum_{i<=r} w_i exp(2 (top[r] - lse_i))
+    ca = -np.inf
+    cb = -np.inf
     for i in range(m):
+        if i > 0:
+            drop = top[i - 1] - top[i]
+            ca -= drop
+            cb -= 2.0 * drop
         w = weights[wstart + i]
         if w > 0.0:
             lw = np.log(w)
-            log_a = _logaddexp(log_a, lw - lse[i])
-            log_b = _logaddexp(log_b, lw - 2.0 * lse[i])
+            ca = _logaddexp(ca, lw - logz[i])
+            cb = _logaddexp(cb, lw - 2.0 * logz[i])
         d = perm[i]
-        s = scores[d]
-        first = np.exp(s + log_a)
+        x = scores[d] - top[i]
+        first = np.exp(x + ca)
         grad[d] = first - w
-        h = first - np.exp(2.0 * s + log_b)
+        h = first - np.exp(2.0 * x + cb)
         hess[d] = h if h > 0.0 else 0.0
 
 
@@ -188,15 +203,21 @@ def pl_loss(scores, order, tie_end, weights, head, offsets, active, tie_mode, se
         if not active[q] or end - start < 2 or head[q] == 0:
             continue
         perm = _permutation(scores, order, tie_end, start, end, head[q], q, tie_mode, seed)
-        acc = -np.inf
-        for i in range(end - start - 1, head[q] - 1, -1):
-            acc = _logaddexp(acc, scores[perm[i]])
+        # log-sum-exp of the suffix as mx + log(z), so that lse - s keeps the digits of log z
+        mx = -np.inf
+        z = 0.0
         total = 0.0
-        for i in range(head[q] - 1, -1, -1):
-            acc = _logaddexp(acc, scores[perm[i]])
-            w = weights[start + i]
-            if w > 0.0:
-                total += w * (acc - scores[perm[i]])
+        for i in range(end - start - 1, -1, -1):
+            s = scores[perm[i]]
+            if s > mx:
+                z = z * np.exp(mx - s) + 1.0
+                mx = s
+            else:
+                z += np.exp(s - mx)
+            if i < head[q]:
+                w = weights[start + i]
+                if w > 0.0:
+                    total += w * ((mx - s) + np.log(z))
         out[q] = total
     return out
 

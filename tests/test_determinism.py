@@ -1,0 +1,248 @@
+"""Determinism and thread safety of every objective in LightGBM and XGBoost.
+
+* With the same seeds, two trainings give bit-identical models (LightGBM ``model_to_string``,
+  XGBoost ``save_raw`` and ``get_dump``), for the randomised objectives too: their draws
+  come from a hash of the seed, the query and its scores, not from a generator's state.
+* With another objective seed, the randomised objectives train another model.
+* One objective object shared by two trainings running in two threads gives the models the
+  two trainings give one after the other.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+
+import numpy as np
+import pytest
+
+import gbrank
+
+lgb = pytest.importorskip("lightgbm")
+xgb = pytest.importorskip("xgboost")
+
+# name -> factory(seed); seed only matters for the randomised objectives
+OBJECTIVES = {
+    "listmle": lambda seed=0: gbrank.listmle(seed=seed),  # ties="random"
+    "listmle_score": lambda seed=0: gbrank.listmle(ties="score"),
+    "listmle_topk": lambda seed=0: gbrank.listmle_topk(k=3, seed=seed),
+    "wlistmle": lambda seed=0: gbrank.wlistmle(seed=seed),
+    "plackett_luce": lambda seed=0: gbrank.plackett_luce([1.0, 0.6, 0.3], seed=seed),
+    "ranknet": lambda seed=0: gbrank.ranknet(),
+    "ranknet_truncated": lambda seed=0: gbrank.ranknet(truncation=3),
+    "wranknet": lambda seed=0: gbrank.wranknet(),
+    "listnet": lambda seed=0: gbrank.listnet(),
+    "listnet_k2": lambda seed=0: gbrank.listnet(k=2),
+    "listnet_k3": lambda seed=0: gbrank.listnet(k=3),
+    "listnet_k3_sampled": lambda seed=0: gbrank.listnet(k=3, exact_limit=0, n_samples=4, seed=seed),
+    "cosine": lambda seed=0: gbrank.cosine(),
+    "ndcg_boost": lambda seed=0: gbrank.ndcg_boost(),
+}
+RANDOMISED = ["listmle", "listmle_topk", "wlistmle", "plackett_luce", "listnet_k3_sampled"]
+NAMES = list(OBJECTIVES)
+
+LGB_PARAMS = {"metric": "None", "verbose": -1, "num_threads": 2, "num_leaves": 7, "min_data_in_leaf": 5,
+              "learning_rate": 0.3, "deterministic": True, "seed": 7}
+XGB_PARAMS = {"max_depth": 3, "eta": 0.3, "min_child_weight": 1e-3, "nthread": 2, "seed": 7}
+ROUNDS = 5
+
+
+def make_data(seed, n_queries=25):
+    """Queries of 5..14 documents with many tied labels 0..3."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(5, 15, size=n_queries)
+    n = int(sizes.sum())
+    X = rng.normal(size=(n, 5))
+    y = np.clip(np.round(X[:, 0] + 0.7 * X[:, 1] + 0.6 * rng.normal(size=n) + 1.0), 0, 3)
+    return X, y, sizes
+
+
+DATA_A = make_data(1)
+DATA_B = make_data(2, n_queries=18)
+
+
+class Shared:
+    """Hands the same objective to every training: lgb.train deep-copies its parameters, so
+    without this each LightGBM training would call a copy of its own."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __call__(self, preds, data):
+        return self.inner(preds, data)
+
+
+def lgb_model(objective, data, params=LGB_PARAMS):
+    X, y, sizes = data
+    booster = lgb.train({**params, "objective": objective}, lgb.Dataset(X, y, group=sizes), num_boost_round=ROUNDS)
+    return booster.model_to_string()
+
+
+def xgb_booster(objective, data, params=XGB_PARAMS):
+    X, y, sizes = data
+    return xgb.train(params, xgb.DMatrix(X, y, group=sizes), num_boost_round=ROUNDS, obj=objective)
+
+
+def xgb_model(objective, data, params=XGB_PARAMS):
+    booster = xgb_booster(objective, data, params)
+    return bytes(booster.save_raw(raw_format="ubj")), tuple(booster.get_dump(with_stats=True))
+
+
+def ranker_model(objective, data):
+    X, y, sizes = data
+    ranker = lgb.LGBMRanker(objective=objective, n_estimators=ROUNDS, num_leaves=7, min_child_samples=5,
+                            learning_rate=0.3, n_jobs=2, random_state=7, deterministic=True,
+                            metric="None", verbose=-1)
+    return ranker.fit(X, y, group=sizes).booster_.model_to_string()
+
+
+TRAIN = {"lgb.train": lgb_model, "LGBMRanker": ranker_model, "xgb.train": xgb_model}
+
+
+# =========================================================================== same seeds
+@pytest.mark.parametrize("engine", list(TRAIN))
+@pytest.mark.parametrize("name", NAMES)
+def test_same_seeds_give_bit_identical_models(engine, name):
+    train = TRAIN[engine]
+    first = train(OBJECTIVES[name](seed=11), DATA_A)
+    assert train(OBJECTIVES[name](seed=11), DATA_A) == first  # a fresh object
+    reused = OBJECTIVES[name](seed=11)
+    train(reused, DATA_B)
+    assert train(reused, DATA_A) == first  # an object that trained on other data before
+    assert train(copy.deepcopy(reused), DATA_A) == first  # a copy, as lgb.train makes
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_models_train_and_are_not_trivial(name):
+    # guards the comparisons above: every objective grows real trees on this data
+    booster = xgb_booster(OBJECTIVES[name](), DATA_A)
+    X, y, sizes = DATA_A
+    pred = booster.predict(xgb.DMatrix(X))
+    assert np.isfinite(pred).all() and np.unique(pred).size > 10
+
+
+# =========================================================================== other seeds
+@pytest.mark.parametrize("engine", ["lgb.train", "xgb.train"])
+@pytest.mark.parametrize("name", RANDOMISED)
+def test_another_objective_seed_gives_another_model(engine, name):
+    train = TRAIN[engine]
+    assert train(OBJECTIVES[name](seed=1), DATA_A) != train(OBJECTIVES[name](seed=2), DATA_A)
+
+
+@pytest.mark.parametrize("name", RANDOMISED)
+def test_the_seed_changes_the_gradient_not_its_law(name):
+    # same scores, other seed: other draws; the average over seeds approaches the same mean
+    X, y, sizes = DATA_A
+    scores = np.random.default_rng(3).normal(size=y.size)
+    grads = np.array([OBJECTIVES[name](seed=s).grad_hess(y, scores, sizes)[0] for s in range(200)])
+    assert not np.array_equal(grads[0], grads[1])
+    half = grads[:100].mean(axis=0) - grads[100:].mean(axis=0)
+    spread = grads.std(axis=0) / np.sqrt(100) + 1e-12
+    assert np.abs(half / spread).max() < 6
+
+
+# =========================================================================== threads
+def run_in_threads(jobs):
+    """Run the callables together, released at once by a barrier; return their results."""
+    barrier = threading.Barrier(len(jobs))
+    results = [None] * len(jobs)
+    errors = []
+
+    def work(i, job):
+        try:
+            barrier.wait()
+            results[i] = job()
+        except BaseException as exc:  # re-raised in the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i, job)) for i, job in enumerate(jobs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return results
+
+
+@pytest.mark.parametrize("engine", ["lgb.train", "xgb.train"])
+@pytest.mark.parametrize("name", NAMES)
+def test_one_objective_in_two_threads_gives_the_sequential_models(engine, name):
+    obj = OBJECTIVES[name](seed=5)
+    if engine == "lgb.train":
+        shared = Shared(obj)
+        params = {**LGB_PARAMS, "num_threads": 1}
+
+        def train(data):
+            return lgb_model(shared, data, params)
+    else:
+        params = {**XGB_PARAMS, "nthread": 1}
+
+        def train(data):
+            return xgb_model(obj, data, params)
+
+    sequential = [train(DATA_A), train(DATA_B)]
+    assert run_in_threads([lambda: train(DATA_A), lambda: train(DATA_B)]) == sequential
+    assert run_in_threads([lambda: train(DATA_B), lambda: train(DATA_A)]) == sequential[::-1]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_concurrent_calls_on_many_datasets(name):
+    # six datasets through one object from three threads: more than its cache holds, so
+    # states are evicted and rebuilt while other threads read them
+    datasets = [make_data(10 + i, n_queries=6) for i in range(6)]
+    rng = np.random.default_rng(0)
+    scores = [rng.normal(size=d[1].size) for d in datasets]
+    obj = OBJECTIVES[name](seed=9)
+    expected = [OBJECTIVES[name](seed=9).grad_hess(d[1], s, d[2]) for d, s in zip(datasets, scores)]
+
+    def job(offset):
+        def run():
+            out = []
+            for r in range(12):
+                i = (offset + r) % len(datasets)
+                out.append((i, obj.grad_hess(datasets[i][1], scores[i], datasets[i][2])))
+            return out
+        return run
+
+    for results in run_in_threads([job(0), job(2), job(4)]):
+        for i, (grad, hess) in results:
+            np.testing.assert_array_equal(grad, expected[i][0])
+            np.testing.assert_array_equal(hess, expected[i][1])
+
+
+# =========================================================================== estimators
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("engine", ["lightgbm", "xgboost"])
+@pytest.mark.parametrize("name", RANDOMISED)
+def test_ranker_same_seeds_same_model_other_seed_other_model(engine, name):
+    X, y, sizes = DATA_A
+
+    def fit(seed, random_state=3):
+        # subsampling makes the engine's own seed matter too
+        model = gbrank.Ranker(OBJECTIVES[name](seed=seed), engine=engine, n_estimators=ROUNDS, subsample=0.8,
+                              n_jobs=2, random_state=random_state)
+        model.fit(X, y, group=sizes)
+        booster = model.booster_
+        return booster.model_to_string() if engine == "lightgbm" else bytes(booster.save_raw(raw_format="ubj"))
+
+    first = fit(1)
+    assert fit(1) == first
+    assert fit(2) != first
+    assert fit(1, random_state=4) != first
+
+
+def test_ndcg_boost_is_deterministic_and_its_sampling_is_seeded():
+    X, y, sizes = DATA_A
+
+    def fit(**kwargs):
+        model = gbrank.NDCGBoost(n_estimators=8, **kwargs).fit(X, y, group=sizes)
+        return [tuple(a) for a in (model.stump_features_, model.stump_thresholds_, model.stump_polarities_, model.alphas_)]
+
+    assert fit() == fit()
+    assert fit(random_state=1) == fit(random_state=2)  # the exact search draws nothing
+    assert fit(sample=True, random_state=1) == fit(sample=True, random_state=1)
+    assert fit(sample=True, random_state=1) != fit(sample=True, random_state=2)
