@@ -1,0 +1,274 @@
+"""The documentation: it builds with warnings as errors, and what it states is checked.
+
+* the Sphinx build, in strict mode, so that a broken reference fails the suite;
+* the worked example of the metrics page: every row's reference value is recomputed with the
+  library it names (LightGBM, XGBoost, pytrec_eval, scikit-learn) and the gbrank call of
+  the row must give the same number;
+* the defaults in the parameter tables of the objective pages are those of the code;
+* the code of the getting-started page runs as written;
+* every example script is shown on the examples page, and every benchmark script and
+  report on the benchmarks page.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import inspect
+import re
+import subprocess
+import sys
+import typing
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gbrank
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+
+
+def python_blocks(text: str) -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M)
+
+
+def table_rows(block: str) -> list[list[str]]:
+    """Cells of the body rows of the first markdown table in ``block``."""
+    lines = [line.strip() for line in block.strip().splitlines() if line.strip().startswith("|")]
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[2:]]
+
+
+# --------------------------------------------------------------------------- the build
+def test_site_builds_in_strict_mode(tmp_path):
+    for module in ("sphinx", "myst_parser", "furo"):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"the documentation tools are not installed ({module}): pip install -e '.[docs]'")
+    result = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-E", "-q", "-b", "html",
+         "-d", str(tmp_path / "doctrees"), str(DOCS), str(tmp_path / "html")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-6000:] or result.stdout[-6000:]
+    assert (tmp_path / "html" / "objectives" / "plackett-luce.html").is_file()
+
+
+# --------------------------------------------------------------------------- metrics page
+METRICS_PAGE = (DOCS / "metrics.md").read_text()
+_WORKED = METRICS_PAGE.split("<!-- worked-example -->")[1].split("<!-- /worked-example -->")[0]
+WORKED_ROWS = table_rows(_WORKED)
+WORKED_SETUP = python_blocks(METRICS_PAGE.split("## Worked example")[1])[0]
+
+
+def worked_namespace() -> dict:
+    namespace: dict = {}
+    exec(WORKED_SETUP, namespace)
+    return namespace
+
+
+def lightgbm_value(y, s, metric: str, k: int, **params) -> float:
+    lgb = pytest.importorskip("lightgbm")
+    data = lgb.Dataset(np.zeros((y.size, 1)), y, group=[y.size], init_score=s, params={"verbose": -1})
+    booster = lgb.Booster({"objective": "lambdarank", "metric": metric, "eval_at": [k], "verbose": -1, **params}, data)
+    (result,) = booster.eval_train()
+    return float(result[2])
+
+
+def xgboost_value(y, s, metric: str, **params) -> float:
+    xgb = pytest.importorskip("xgboost")
+    data = xgb.DMatrix(np.zeros((y.size, 1)), y, qid=np.zeros(y.size, dtype=np.int64), base_margin=s)
+    objective = "rank:map" if metric.startswith(("map", "pre")) else "rank:ndcg"
+    booster = xgb.train({"objective": objective, "eval_metric": metric, **params}, data, num_boost_round=0)
+    return float(booster.eval(data).rsplit(":", 1)[1])
+
+
+def trec_eval_value(y, s, docnos, measure: str) -> float:
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    qrel = {"q": {d: int(label) for d, label in zip(docnos, y)}}
+    run = {"q": {d: float(score) for d, score in zip(docnos, s)}}
+    result = pytrec_eval.RelevanceEvaluator(qrel, {measure}).evaluate(run)["q"]
+    return float(result[measure.replace(".", "_")])
+
+
+def reference_value(reference: str, ns: dict) -> float:
+    """Compute the row's reference with the library the row names."""
+    y, s = np.asarray(ns["y"], dtype=np.float64), np.asarray(ns["s"], dtype=np.float64)
+    quoted = re.findall(r"`([^`]*)`", reference)
+    library = reference.split()[0]
+    if library == "LightGBM":
+        name, k = quoted[0].split("@")
+        return lightgbm_value(y, s, name, int(k), **_params(quoted[1:]))
+    if library == "XGBoost":
+        params = {k: str(v).lower() for k, v in _params(quoted[1:]).items()}
+        labels = (y > 0).astype(np.float64) if "binary labels" in reference else y
+        return xgboost_value(labels, s, quoted[0], **params)
+    if library == "trec_eval":
+        return trec_eval_value(y, s, ns["docnos"], quoted[0])
+    if library == "scikit-learn":
+        from sklearn.metrics import ndcg_score
+
+        call = re.fullmatch(r"ndcg_score\(k=(\d+)\)", quoted[0])
+        assert call, reference
+        return float(ndcg_score([y], [s], k=int(call.group(1))))
+    raise AssertionError(f"no reference implementation for {reference!r}")
+
+
+def _params(settings: list[str]) -> dict:
+    """``["label_gain=[0, 1, 2, 3]", "ndcg_exp_gain=false"]`` as engine parameters."""
+    out = {}
+    for setting in settings:
+        key, value = setting.split("=", 1)
+        out[key] = False if value == "false" else True if value == "true" else ast.literal_eval(value)
+    return out
+
+
+def test_worked_example_table_is_found():
+    assert len(WORKED_ROWS) >= 15
+    assert {row[0].split()[0] for row in WORKED_ROWS} == {"LightGBM", "XGBoost", "trec_eval", "scikit-learn"}
+
+
+@pytest.mark.parametrize("row", WORKED_ROWS, ids=[row[0].replace("`", "") for row in WORKED_ROWS])
+def test_worked_example_row(row):
+    reference, stated, call = row[0], float(row[1]), row[2].strip("`")
+    ns = worked_namespace()
+    assert reference_value(reference, ns) == pytest.approx(stated, abs=5e-7), "the library disagrees with the page"
+    assert eval(call, ns) == pytest.approx(stated, abs=5e-7), "the gbrank call disagrees with the page"
+
+
+def test_trec_eval_tie_order_of_the_worked_example():
+    ns = worked_namespace()
+    assert [ns["docnos"][i] for i in ns["trec"]] == ["d1", "d2", "d5", "d4", "d3", "d6"]
+
+
+def test_queries_without_relevant_documents_follow_the_stated_conventions():
+    """LightGBM's ndcg/map and XGBoost's ndcg@k give 1, trec_eval, scikit-learn and @k- give 0."""
+    from sklearn.metrics import ndcg_score
+
+    from gbrank.metrics import mean_average_precision, ndcg
+
+    y = np.zeros(6)
+    s = np.array([0.9, 0.8, 0.5, 0.4, 0.3, 0.1])
+    group = [6]
+    assert lightgbm_value(y, s, "ndcg", 3) == 1.0 == ndcg(y, s, group, k=3)
+    assert lightgbm_value(y, s, "map", 3) == 1.0 == mean_average_precision(y, s, group, k=3)
+    assert xgboost_value(y, s, "ndcg@3") == 1.0 == ndcg(y, s, group, k=3)
+    assert xgboost_value(y, s, "ndcg@3-") == 0.0 == ndcg(y, s, group, k=3, no_relevant=0.0)
+    assert xgboost_value(y, s, "map@3-") == 0.0 == mean_average_precision(y, s, group, k=3, no_relevant=0.0)
+    docnos = [f"d{i}" for i in range(1, 7)]
+    assert trec_eval_value(y, s, docnos, "ndcg_cut.3") == 0.0 == ndcg(y, s, group, k=3, gain="linear", no_relevant=0.0)
+    assert trec_eval_value(y, s, docnos, "map") == 0.0 == mean_average_precision(
+        y, s, group, denominator="R", no_relevant=0.0
+    )
+    assert float(ndcg_score([y], [s], k=3)) == 0.0 == ndcg(y, s, group, k=3, gain="linear", no_relevant=0.0)
+
+
+# --------------------------------------------------------------------------- objective pages
+PARAMETER_PAGES = {
+    "objectives/plackett-luce.md": ["listmle", "listmle_topk", "wlistmle", "plackett_luce"],
+    "objectives/ranknet.md": ["ranknet", "wranknet"],
+    "objectives/listnet.md": ["listnet"],
+    "objectives/rankcosine.md": ["cosine"],
+    "objectives/ndcg-boost.md": ["ndcg_boost", "NDCGBoost"],
+}
+NO_DEFAULT = "—"
+
+
+def parameter_tables(text: str) -> list[list[list[str]]]:
+    tables = re.findall(r"^\| parameter \|.*?(?=^[^|]|\Z)", text, flags=re.S | re.M)
+    return [[[c.strip() for c in line.strip().strip("|").split("|")] for line in t.strip().splitlines()] for t in tables]
+
+
+def default_of(func, name: str):
+    """The default of ``name`` in ``func``'s signature, following ``**kwargs`` to the class built."""
+    target = func.__init__ if inspect.isclass(func) else func
+    params = inspect.signature(target).parameters
+    if name in params:
+        return params[name].default
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        built = typing.get_type_hints(func)["return"]
+        return default_of(built, name)
+    raise AssertionError(f"{func.__name__} takes no parameter {name!r}")
+
+
+def documented_rows():
+    """``(page, row number, owners, parameter, stated default)`` for every parameter-table row."""
+    for page, names in PARAMETER_PAGES.items():
+        number = 0
+        for table in parameter_tables((DOCS / page).read_text()):
+            header = table[0]
+            for row in table[2:]:
+                number += 1
+                cells = dict(zip(header, row))
+                name = cells["parameter"].strip("`")
+                if "factories" in cells and cells["factories"] not in ("all", "both"):
+                    owners = re.findall(r"`(\w+)`", cells["factories"])
+                else:
+                    owners = [n for n in names if _takes(getattr(gbrank, n), name)]
+                yield page, number, owners, name, cells["default"]
+
+
+def _takes(func, name: str) -> bool:
+    try:
+        default_of(func, name)
+    except AssertionError:
+        return False
+    return True
+
+
+DEFAULT_CASES = [
+    pytest.param(page, owner, name, stated, id=f"{owner}-{name}")
+    for page, _, owners, name, stated in documented_rows()
+    for owner in owners
+]
+
+
+@pytest.mark.parametrize("page,owner,name,stated", DEFAULT_CASES)
+def test_parameter_tables_state_the_defaults_of_the_code(page, owner, name, stated):
+    actual = default_of(getattr(gbrank, owner), name)
+    if stated == NO_DEFAULT:
+        assert actual is inspect.Parameter.empty, f"{page}: {owner}({name}) has a default, {actual!r}"
+    else:
+        assert ast.literal_eval(stated.strip("`")) == actual, f"{page}: {owner}({name}) defaults to {actual!r}"
+
+
+def test_every_parameter_table_row_names_a_parameter_of_the_code():
+    rows = list(documented_rows())
+    assert len(rows) >= 35
+    orphans = [(page, name) for page, _, owners, name, _ in rows if not owners]
+    assert not orphans, f"rows whose parameter no documented callable takes: {orphans}"
+
+
+# --------------------------------------------------------------------------- getting started
+def test_getting_started_code_runs(capsys):
+    pytest.importorskip("lightgbm")
+    pytest.importorskip("xgboost")
+    namespace: dict = {}
+    for block in python_blocks((DOCS / "getting-started.md").read_text()):
+        exec(compile(block, "getting-started.md", "exec"), namespace)
+    printed = capsys.readouterr().out
+    assert len(re.findall(r"\b0\.\d+", printed)) >= 5, printed
+    assert namespace["model"].score(namespace["frame"](namespace["test"]), namespace["test"].y) > 0.5
+
+
+# --------------------------------------------------------------------------- examples page
+def test_every_example_is_on_the_examples_page():
+    page = (DOCS / "examples.md").read_text()
+    shown = set(re.findall(r"literalinclude:?\}? \.\./examples/(\S+\.py)", page))
+    listed = set(re.findall(r"^\| `(\S+\.py)` \|", page, flags=re.M))
+    scripts = {p.name for p in (ROOT / "examples").glob("*.py")}
+    assert shown == scripts == listed
+
+
+# --------------------------------------------------------------------------- benchmarks page
+def test_every_benchmark_report_and_reproduction_is_on_the_benchmarks_page():
+    page = (DOCS / "benchmarks.md").read_text()
+    linked = set(re.findall(r"\]\(benchmarks/([\w.-]+\.md)\)", page))
+    reports = {p.name for p in (DOCS / "benchmarks").glob("*.md")}
+    assert reports <= linked, f"not linked from benchmarks.md: {sorted(reports - linked)}"
+    scripts = {p.name for p in (ROOT / "benchmarks").glob("*.py") if not p.name.startswith("_")}
+    missing = {name for name in scripts if f"benchmarks/{name}" not in page}
+    assert not missing, f"benchmark scripts not on benchmarks.md: {sorted(missing)}"
