@@ -1,22 +1,23 @@
-"""Gains and position discounts shared by the metrics and the weighted losses.
+r"""Gains and position discounts shared by the metrics and the weighted losses.
 
 A gain maps a relevance label to a value; a discount maps a rank position ``r = 1, 2, ...``
 to a weight. NDCG, W-ListMLE and W-RankNet take the same ``gain=`` and ``discount=`` settings,
 so a loss can be weighted exactly like the metric it is judged with.
 
-Gains
-    ``"exp2"``   ``2**l - 1`` (default; LightGBM's ``label_gain`` and XGBoost's
-                 ``ndcg_exp_gain``). Labels must be integers no larger than 31, as in both
-                 engines.
-    ``"linear"`` ``l`` (trec_eval, ranx ``ndcg``, scikit-learn). Any finite label >= 0.
-    array        ``gain[l]`` for an integer label ``l``; labels must index the array.
+Gains:
 
-Discounts (position ``r`` starts at 1)
-    ``"log2"``   ``1 / log2(1 + r)`` (default, every engine).
-    ``"zipf"``   ``1 / r`` (Zipfian; Wang et al. 2013).
-    float beta   ``r ** -beta``, the polynomial family of Wang et al. 2013 (``0 < beta``).
-    array        ``discount[r - 1]``; positions past its end get 0.
-    callable     ``f(r)`` on the int64 array of positions, returning non-negative values.
+* ``"exp2"``: :math:`2^l - 1` (default; LightGBM's ``label_gain`` and XGBoost's
+  ``ndcg_exp_gain``). Labels must be integers no larger than 31, as in both engines.
+* ``"linear"``: :math:`l` (trec_eval, ranx ``ndcg``, scikit-learn). Any finite label >= 0.
+* an array: ``gain[l]`` for an integer label ``l``; labels must index the array.
+
+Discounts (position :math:`r` starts at 1):
+
+* ``"log2"``: :math:`1 / \log_2(1 + r)` (default, every engine).
+* ``"zipf"``: :math:`1 / r` (Zipfian; Wang et al. 2013).
+* a float :math:`\beta > 0`: :math:`r^{-\beta}`, the polynomial family of Wang et al. 2013.
+* an array: ``discount[r - 1]``; positions past its end get 0.
+* a callable: ``f(r)`` on the int64 array of positions, returning non-negative values.
 """
 
 from __future__ import annotations

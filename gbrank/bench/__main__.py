@@ -1,0 +1,224 @@
+"""Command line of the benchmark harness: ``python -m gbrank.bench`` or ``gbrank``."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from .data import DEFAULT_SYNTHETIC, parse_data
+from .evaluate import CONVENTIONS
+from .methods import DEFAULT_METHODS, all_method_names, parse_methods
+from .report import new_report_dir, write_report
+from .run import DEFAULT_BASELINE, BenchConfig, run_benchmark
+from .train import TreeParams
+
+_SYNTHETIC_DEFAULT = "queries={n_queries},docs={docs_per_query},features={n_features},seed={seed}".format(**DEFAULT_SYNTHETIC)
+_EPILOG = f"""\
+methods: <engine>:<objective>, comma-separated; engines lgb, xgb, native.
+  built-ins: lgb:lambdarank, lgb:rank_xendcg, xgb:rank:ndcg, xgb:rank:pairwise
+  gbrank objectives (in lgb or xgb): listmle, listmle_topk, wlistmle, ranknet, wranknet,
+    listnet, cosine, ndcg_boost, plackett_luce; factory arguments in parentheses, e.g.
+    lgb:listmle_topk(k=3) or "lgb:listnet(k=2, target=rank_log)"
+  native:ndcgboost: the stump-boosting NDCG_Boost
+  groups: default ({len(DEFAULT_METHODS)} methods), all (every objective in both engines), builtins
+
+data: synthetic[:queries=N,docs=N,features=N,seed=N,...] (default: synthetic:{_SYNTHETIC_DEFAULT}),
+  letor:DIR (Fold1..FoldN), letor:FILE, table:FILE (.parquet/.csv/... with qid and label
+  columns), or a bare path; NAME=SPEC names it in the report.
+
+examples:
+  python -m gbrank.bench
+  python -m gbrank.bench --methods all --rounds 500
+  python -m gbrank.bench --data ohsumed=letor:../shared/data/letor3_ohsumed/QueryLevelNorm \\
+      --methods lgb:lambdarank,lgb:listmle_topk,lgb:wlistmle --conventions letor --seeds 0,1,2
+"""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
+def _seeds(text: str) -> tuple[int, ...]:
+    try:
+        seeds = tuple(int(s) for s in text.split(",") if s.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers such as 0,1,2, got {text!r}") from None
+    if not seeds:
+        raise argparse.ArgumentTypeError("expected at least one seed")
+    if len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"seeds must be distinct, got {text!r}")
+    return seeds
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    defaults = TreeParams()
+    parser = argparse.ArgumentParser(
+        prog="gbrank",
+        description="Benchmark gbrank's ranking objectives against LightGBM's and XGBoost's "
+        "built-in rankers with k-fold cross-validation, and write a report.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--data", action="append", metavar="SPEC",
+                        help="dataset spec, repeatable (default: synthetic)")
+    parser.add_argument("--methods", default="default", metavar="LIST",
+                        help="comma-separated methods or groups (default: default)")
+    parser.add_argument("--folds", type=_positive_int, default=5, metavar="N",
+                        help="folds per dataset, at least 2 (default: 5)")
+    parser.add_argument("--rounds", type=_positive_int, default=300, metavar="N",
+                        help="maximum boosting iterations (default: 300)")
+    parser.add_argument("--early-stopping", type=_non_negative_int, default=30, metavar="N",
+                        help="stop after N iterations without a better validation NDCG@10; 0: never (default: 30)")
+    parser.add_argument("--seeds", type=_seeds, default=(0,), metavar="LIST",
+                        help="comma-separated seeds, one run per seed (default: 0)")
+    parser.add_argument("--baseline", metavar="METHOD",
+                        help=f"method the significance tests compare against (default: {DEFAULT_BASELINE} "
+                        "if it is run, else the first method)")
+    parser.add_argument("--out", metavar="DIR",
+                        help="report directory (default: a new ./gbrank-report, ./gbrank-report-2, ...)")
+    parser.add_argument("--force", action="store_true", help="write into --out even if it is not empty")
+    parser.add_argument("--threads", type=_positive_int, default=1, metavar="N",
+                        help="threads for the engines and gbrank's kernels (default: 1; the default data "
+                        "are small, where synchronising threads costs more than it saves, and on a "
+                        "loaded machine several threads per run multiply the wall time)")
+    parser.add_argument("--conventions", choices=sorted(CONVENTIONS), default="lightgbm",
+                        help="metric conventions: lightgbm (gbrank's defaults) or letor (LETOR's "
+                        "evaluation script, as in the papers) (default: lightgbm)")
+    trees = parser.add_argument_group("tree parameters (the same for every method)")
+    trees.add_argument("--learning-rate", type=_positive_float, default=defaults.learning_rate, metavar="X",
+                       help=f"(default: {defaults.learning_rate})")
+    trees.add_argument("--num-leaves", type=_positive_int, default=defaults.num_leaves, metavar="N",
+                       help=f"(default: {defaults.num_leaves})")
+    trees.add_argument("--min-data-in-leaf", type=_non_negative_int, default=defaults.min_data_in_leaf, metavar="N",
+                       help=f"LightGBM only (default: {defaults.min_data_in_leaf})")
+    trees.add_argument("--min-child-weight", type=_non_negative_float, default=defaults.min_child_weight, metavar="X",
+                       help=f"minimum hessian sum per leaf (default: {defaults.min_child_weight})")
+    trees.add_argument("--max-bin", type=_positive_int, default=defaults.max_bin, metavar="N",
+                       help=f"(default: {defaults.max_bin})")
+    tables = parser.add_argument_group("tables")
+    tables.add_argument("--qid-col", default="qid", metavar="NAME", help="query-id column (default: qid)")
+    tables.add_argument("--label-col", default="label", metavar="NAME", help="label column (default: label)")
+    parser.add_argument("--list-methods", action="store_true",
+                        help="list every method and whether it can run here, then exit")
+    return parser
+
+
+def _list_methods() -> None:
+    for method in parse_methods(all_method_names()):
+        reason = method.unavailable_reason()
+        default = " (default)" if method.name in DEFAULT_METHODS else ""
+        print(f"{method.name}{default}" + ("" if reason is None else f"  [unavailable: {reason}]"))
+
+
+def main(argv=None) -> int:
+    """Run the command line; returns the exit status (1 when a run failed)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.list_methods:
+        _list_methods()
+        return 0
+    if args.num_leaves < 2:
+        parser.error(f"argument --num-leaves: expected at least 2, got {args.num_leaves}")
+    if args.folds < 2:
+        parser.error(f"argument --folds: cross-validation needs at least 2 folds, got {args.folds}")
+
+    try:
+        methods = parse_methods(args.methods)
+    except ValueError as exc:
+        parser.error(f"argument --methods: {exc}")
+    for method in methods:
+        if method.builtin or method.unavailable_reason() is not None:
+            continue
+        try:
+            method.build(0)
+        except (TypeError, ValueError) as exc:
+            parser.error(f"argument --methods: {method.name}: {exc}")
+    baseline = None
+    if args.baseline is not None:
+        try:
+            baseline = parse_methods([args.baseline])[0].name
+        except ValueError as exc:
+            parser.error(f"argument --baseline: {exc}")
+        if baseline not in [m.name for m in methods]:
+            parser.error(f"argument --baseline: {baseline} is not among --methods")
+
+    datasets = []
+    for spec in args.data or ["synthetic"]:
+        try:
+            datasets.append(parse_data(spec, folds=args.folds, qid_col=args.qid_col, label_col=args.label_col))
+        except (ValueError, FileNotFoundError, OSError) as exc:
+            parser.error(f"argument --data: {exc}")
+    names = [d.name for d in datasets]
+    if len(set(names)) != len(names):
+        parser.error(f"argument --data: dataset names must be unique, got {names}; name them with NAME=SPEC")
+
+    out = Path(args.out) if args.out else new_report_dir()
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not args.force)):
+        parser.error(f"argument --out: {out} exists and is not an empty directory (use --force to write into it)")
+
+    config = BenchConfig(
+        rounds=args.rounds,
+        early_stopping=args.early_stopping,
+        seeds=args.seeds,
+        threads=args.threads,
+        params=TreeParams(
+            learning_rate=args.learning_rate,
+            num_leaves=args.num_leaves,
+            min_data_in_leaf=args.min_data_in_leaf,
+            min_child_weight=args.min_child_weight,
+            max_bin=args.max_bin,
+        ),
+        conventions=args.conventions,
+    )
+    results = run_benchmark(datasets, methods, folds=args.folds, config=config, baseline=baseline)
+    command = "python -m gbrank.bench " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+    report = write_report(results, out, command=command.strip())
+    failed = [r for r in results.runs if r["status"] != "ok"]
+    print(report.read_text().split("## Files")[0].rstrip())
+    print()
+    if failed:
+        print(f"{len(failed)} run(s) failed; see the 'Not run' section of the report.")
+    print(f"Report: {report.resolve()}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

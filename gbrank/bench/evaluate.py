@@ -1,0 +1,99 @@
+"""Per-query test figures of a benchmark run, under named metric conventions.
+
+Every figure comes from :mod:`gbrank.metrics` with ties in input row order (as LightGBM,
+XGBoost and LETOR's evaluation script order them). Two sets of conventions:
+
+``lightgbm`` (default)
+    gbrank's defaults, equal to LightGBM's and XGBoost's built-in metrics: NDCG gain
+    ``2**l - 1``, discount ``1/log2(1 + r)``, a query without relevant documents scores 1;
+    MAP@k divides by ``min(R, k)``.
+``letor``
+    LETOR 3.0/4.0's evaluation script (``Eval-Score``), which the papers' OHSUMED tables use:
+    gain ``2**l - 1`` but discount 1 at ranks 1 and 2 and ``1/log2(r)`` from rank 3; a query
+    without relevant documents scores 0 in every measure; AP divides by ``R``.
+
+Relevant means label > 0 for MAP and precision in both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..metrics import mean_average_precision, ndcg, precision_at_k
+
+__all__ = [
+    "CONVENTIONS",
+    "Conventions",
+    "MAP_CUTOFF",
+    "NDCG_CUTOFFS",
+    "PRECISION_CUTOFFS",
+    "letor_discount",
+    "ndcg_at",
+    "per_query_metrics",
+]
+
+NDCG_CUTOFFS = tuple(range(1, 11))
+PRECISION_CUTOFFS = (1, 3, 5, 10)
+MAP_CUTOFF = 10
+
+
+def letor_discount(r: np.ndarray) -> np.ndarray:
+    """LETOR's discount: 1 at ranks 1 and 2, ``1/log2(r)`` after (``Eval-Score-3.0.pl``)."""
+    return 1.0 / np.log2(np.maximum(r, 2))
+
+
+@dataclass(frozen=True)
+class Conventions:
+    """Keyword arguments passed to each gbrank metric."""
+
+    name: str
+    description: str
+    ndcg: dict = field(default_factory=dict)
+    map: dict = field(default_factory=dict)
+    precision: dict = field(default_factory=dict)
+
+
+CONVENTIONS = {
+    "lightgbm": Conventions(
+        name="lightgbm",
+        description=(
+            "LightGBM/XGBoost conventions: NDCG gain 2^l-1, discount 1/log2(1+r), ties in input "
+            "order, a query without relevant documents scores 1; MAP@10 divides by min(R, 10); "
+            "relevant means label > 0"
+        ),
+    ),
+    "letor": Conventions(
+        name="letor",
+        description=(
+            "LETOR evaluation-script conventions: NDCG gain 2^l-1, discount 1 at ranks 1-2 and "
+            "1/log2(r) after, ties in input order, a query without relevant documents scores 0; "
+            "MAP@10 divides by R; P@k divides by k; relevant means label > 0"
+        ),
+        ndcg={"discount": letor_discount, "no_relevant": 0.0},
+        map={"denominator": "R", "no_relevant": 0.0},
+        precision={"no_relevant": 0.0},
+    ),
+}
+
+
+def per_query_metrics(y, scores, group, conventions: Conventions) -> dict[str, np.ndarray]:
+    """``{"ndcg@1": ..., ..., "ndcg@10": ..., "map@10": ..., "p@1": ..., ...}``, one value
+    per query."""
+    out = {}
+    for k in NDCG_CUTOFFS:
+        out[f"ndcg@{k}"] = ndcg(y, scores, group, k, per_query=True, **conventions.ndcg)
+    out[f"map@{MAP_CUTOFF}"] = mean_average_precision(y, scores, group, MAP_CUTOFF, per_query=True, **conventions.map)
+    for k in PRECISION_CUTOFFS:
+        out[f"p@{k}"] = precision_at_k(y, scores, group, k, per_query=True, **conventions.precision)
+    return out
+
+
+def ndcg_at(k: int, conventions: Conventions):
+    """``f(y, scores, group) -> mean NDCG@k`` under the conventions (the validation metric)."""
+
+    def metric(y, scores, group) -> float:
+        return ndcg(y, scores, group, k, **conventions.ndcg)
+
+    return metric

@@ -1,0 +1,270 @@
+"""The report directory of a benchmark: markdown, CSV/JSON figures, test predictions, plots.
+
+Files
+-----
+``report.md``
+    Settings, one table per dataset (NDCG@1/3/5/10, MAP@10 as mean ± std over folds,
+    training time, objective time per iteration, best iteration, and the paired tests
+    against the baseline), NDCG@1..10 means, plots, methods that did not run.
+``summary.csv``
+    Per dataset and method: ``<figure>_mean``, ``<figure>_std`` over folds, ``n_folds``.
+``folds.csv``
+    Per dataset, method and fold: every figure and time (mean over seeds).
+``runs.csv``
+    Per dataset, fold, seed and method: status, error, times, iterations, figures.
+``per_query.csv``
+    Per run and test query: ``dataset, fold, seed, method, query, qid, n_docs`` and the
+    figures ``ndcg@1`` .. ``ndcg@10``, ``map@10``, ``p@1``, ``p@3``, ``p@5``, ``p@10``.
+``predictions.csv.gz``
+    Per run and test document, in the test part's row order: ``dataset, fold, seed, method,
+    query, qid, label, score``. The rows of one run with the same ``query`` form one query,
+    so every figure can be recomputed from this file with :mod:`gbrank.metrics`.
+``curves.csv``
+    Validation metric after each iteration: ``dataset, fold, seed, method, iteration, value``.
+``significance.csv``
+    The paired tests (:mod:`gbrank.bench.stats`).
+``results.json``
+    ``config``, ``versions``, ``datasets``, ``methods``, ``baseline``, ``runs`` (with the
+    validation curves), ``summary`` and ``significance``.
+``ndcg_at_k-<dataset>.png``, ``validation_ndcg-<dataset>.png``
+    The plots.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .evaluate import MAP_CUTOFF, NDCG_CUTOFFS
+from .plots import plot_ndcg_at_k, plot_validation_curves, slug
+from .run import Results
+from .stats import FIGURES, fold_table, significance, summary
+
+__all__ = ["TABLE_COLUMNS", "markdown_table", "new_report_dir", "write_report"]
+
+#: Columns of each dataset's table in report.md.
+TABLE_COLUMNS = [
+    "method", "NDCG@1", "NDCG@3", "NDCG@5", "NDCG@10", f"MAP@{MAP_CUTOFF}",
+    "train s", "objective ms/iter", "best iter", "ΔNDCG@10", "p (t-test)", "p (Wilcoxon)",
+]
+_QUALITY = {"NDCG@1": "ndcg@1", "NDCG@3": "ndcg@3", "NDCG@5": "ndcg@5", "NDCG@10": "ndcg@10",
+            f"MAP@{MAP_CUTOFF}": f"map@{MAP_CUTOFF}"}
+
+
+def new_report_dir(base: str | Path = "gbrank-report") -> Path:
+    """``base`` if it does not exist yet, else the first free ``base-2``, ``base-3``, ..."""
+    base = Path(base)
+    if not base.exists():
+        return base
+    i = 2
+    while Path(f"{base}-{i}").exists():
+        i += 1
+    return Path(f"{base}-{i}")
+
+
+def _versions() -> dict:
+    out = {"python": platform.python_version()}
+    for package in ("gbrank", "numpy", "numba", "lightgbm", "xgboost", "scipy", "pandas"):
+        try:
+            out[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            out[package] = None
+    return out
+
+
+def _mean_std(mean, std, digits: int) -> str:
+    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
+        return "—"
+    text = f"{mean:.{digits}f}"
+    if std is not None and not (isinstance(std, float) and math.isnan(std)):
+        text += f" ± {std:.{digits}f}"
+    return text
+
+
+def _pvalue(p) -> str:
+    if p is None or (isinstance(p, float) and math.isnan(p)):
+        return "—"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    """A GitHub-flavoured markdown table; columns after the first are right-aligned."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _dataset_table(summ: pd.DataFrame, sig: pd.DataFrame, dataset: str, methods: list[str], baseline) -> str:
+    rows_by_method = summ[summ["dataset"] == dataset].set_index("method")
+    present = [m for m in methods if m in rows_by_method.index]
+    best = {col: rows_by_method.loc[present, f"{key}_mean"].max() for col, key in _QUALITY.items()} if present else {}
+    sig = sig[sig["dataset"] == dataset].set_index("method") if not sig.empty else sig
+    rows = []
+    for method in present:
+        row = rows_by_method.loc[method]
+        cells = [f"{method} (baseline)" if method == baseline else method]
+        for col, key in _QUALITY.items():
+            text = _mean_std(row[f"{key}_mean"], row[f"{key}_std"], 4)
+            if np.isclose(row[f"{key}_mean"], best[col], rtol=0, atol=5e-5):
+                text = f"**{text}**"
+            cells.append(text)
+        cells.append(_mean_std(row["train_seconds_mean"], row["train_seconds_std"], 2))
+        cells.append(_mean_std(row["objective_ms_per_iter_mean"], row["objective_ms_per_iter_std"], 2))
+        cells.append(_mean_std(row["best_iteration_mean"], row["best_iteration_std"], 0))
+        if method == baseline or sig.empty or method not in sig.index:
+            cells += ["—", "—", "—"]
+        else:
+            s = sig.loc[method]
+            cells += [f"{s['mean_diff']:+.4f}", _pvalue(s["t_pvalue"]), _pvalue(s["wilcoxon_pvalue"])]
+        rows.append(cells)
+    return markdown_table(TABLE_COLUMNS, rows)
+
+
+def _ndcg_curve_table(summ: pd.DataFrame, dataset: str, methods: list[str]) -> str:
+    rows_by_method = summ[summ["dataset"] == dataset].set_index("method")
+    rows = []
+    for method in methods:
+        if method in rows_by_method.index:
+            rows.append([method] + [f"{rows_by_method.loc[method, f'ndcg@{k}_mean']:.4f}" for k in NDCG_CUTOFFS])
+    return markdown_table(["method"] + [f"@{k}" for k in NDCG_CUTOFFS], rows)
+
+
+def _json_ready(value):
+    if isinstance(value, dict):
+        return {str(k): _json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_ready(v) for v in value]
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        return None if math.isnan(value) else float(value)
+    if isinstance(value, np.ndarray):
+        return _json_ready(value.tolist())
+    if callable(value):
+        return getattr(value, "__name__", repr(value))
+    return value
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    return [_json_ready(r) for r in frame.to_dict(orient="records")]
+
+
+def write_report(results: Results, out: str | Path, *, command: str | None = None, title: str = "gbrank benchmark report") -> Path:
+    """Write every file of the report into ``out`` (created); returns the path of report.md."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    methods = [m["name"] for m in results.methods]
+    summ = summary(results.runs)
+    sig = significance(results.per_query, results.baseline)
+    folds = fold_table(results.runs)
+    metric_name = results.config["curve_metric"]
+
+    summ.to_csv(out / "summary.csv", index=False)
+    folds.to_csv(out / "folds.csv", index=False)
+    runs_frame = pd.DataFrame([{k: v for k, v in r.items() if k != "valid_curve"} for r in results.runs])
+    runs_frame.to_csv(out / "runs.csv", index=False)
+    results.per_query.to_csv(out / "per_query.csv", index=False)
+    results.predictions.to_csv(out / "predictions.csv.gz", index=False, compression="gzip")
+    sig.to_csv(out / "significance.csv", index=False)
+    curves = [
+        {"dataset": r["dataset"], "fold": r["fold"], "seed": r["seed"], "method": r["method"], "iteration": i + 1, "value": v}
+        for r in results.runs if r["status"] == "ok" for i, v in enumerate(r.get("valid_curve") or [])
+    ]
+    pd.DataFrame(curves, columns=["dataset", "fold", "seed", "method", "iteration", "value"]).to_csv(out / "curves.csv", index=False)
+
+    plots = {}
+    for dataset in results.datasets:
+        name = dataset["name"]
+        ok = [m for m in methods if m in set(summ.loc[summ["dataset"] == name, "method"])]
+        if not ok:
+            continue
+        ndcg_png = plot_ndcg_at_k(summ, name, ok, results.baseline, out / f"ndcg_at_k-{slug(name)}.png",
+                                  title=f"{name}: test NDCG@k, mean over folds")
+        curve_png = plot_validation_curves(results.runs, name, ok, results.baseline, metric_name,
+                                           out / f"validation_ndcg-{slug(name)}.png")
+        plots[name] = [p.name for p in (ndcg_png, curve_png) if p is not None]
+
+    versions = _versions()
+    document = {
+        "config": _json_ready(results.config),
+        "versions": versions,
+        "command": command,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "datasets": results.datasets,
+        "methods": results.methods,
+        "baseline": results.baseline,
+        "figures": FIGURES,
+        "runs": [_json_ready(r) for r in results.runs],
+        "summary": _records(summ),
+        "significance": _records(sig),
+        "plots": plots,
+    }
+    (out / "results.json").write_text(json.dumps(document, indent=1, allow_nan=False))
+
+    cfg = results.config
+    params = cfg["params"]
+    lines = [f"# {title}", ""]
+    if command:
+        lines += ["Command:", "", "```", command, "```", ""]
+    lines += [
+        "## Settings",
+        "",
+        f"- Methods: {', '.join(methods)}.",
+        f"- Folds: {cfg['folds']} per dataset; seeds: {', '.join(map(str, cfg['seeds']))} (figures are "
+        "averaged over seeds within a fold, then mean ± sample std over folds).",
+        f"- Boosting: at most {cfg['rounds']} iterations; "
+        + (f"early stopping after {cfg['early_stopping']} iterations without a better validation "
+           f"{metric_name}, the best iteration is kept" if cfg["early_stopping"] else "no early stopping")
+        + ".",
+        f"- Trees (every LightGBM and XGBoost method): learning rate {params['learning_rate']}, "
+        f"{params['num_leaves']} leaves, min {params['min_data_in_leaf']} rows per leaf (LightGBM), "
+        f"min hessian sum {params['min_child_weight']} per leaf, {params['max_bin']} bins; "
+        "the native NDCG_Boost boosts decision stumps.",
+        f"- Metrics: {cfg['conventions_description']}.",
+        f"- Significance: per-query {sig['metric'].iloc[0] if not sig.empty else 'ndcg@10'} of each method "
+        f"against the baseline **{results.baseline}**, paired over all test queries of all folds; "
+        "Student's paired t-test (`scipy.stats.ttest_rel`) and Wilcoxon signed-rank test "
+        "(`scipy.stats.wilcoxon`, zero differences dropped), two-sided, not corrected for the "
+        "number of methods.",
+        "- Times: `train s` is the training call's wall time without the harness's validation "
+        "metric (and without building the engine's dataset or compiling kernels); `objective ms/iter` "
+        "is the time inside a gbrank objective per iteration (— for built-ins, which run inside "
+        "the engine); `best iter` is the iteration kept.",
+        f"- Threads: {cfg['threads']}. Versions: "
+        + ", ".join(f"{k} {v}" for k, v in versions.items() if v) + ".",
+        "",
+    ]
+    for dataset in results.datasets:
+        name = dataset["name"]
+        lines += [f"## {name}", "", dataset["description"] + ".", ""]
+        lines += [_dataset_table(summ, sig, name, methods, results.baseline), ""]
+        lines += ["Bold: the best mean in the column. ΔNDCG@10: mean per-query difference to the baseline.", ""]
+        lines += ["NDCG@1..10 (test, mean over folds):", "", _ndcg_curve_table(summ, name, methods), ""]
+        for png in plots.get(name, []):
+            lines += [f"![{png}]({png})", ""]
+    unavailable = [m for m in results.methods if not m["available"]]
+    failed = [r for r in results.runs if r["status"] != "ok"]
+    if unavailable or failed:
+        lines += ["## Not run", ""]
+        lines += [f"- {m['name']}: unavailable: {m['reason']}" for m in unavailable]
+        lines += [f"- {r['method']} on {r['dataset']} {r['fold']} seed {r['seed']}: failed: {r['error']}" for r in failed]
+        lines += [""]
+    lines += [
+        "## Files",
+        "",
+        "`summary.csv` (mean/std over folds), `folds.csv` (per fold), `runs.csv` (per run), "
+        "`per_query.csv` (per test query), `predictions.csv.gz` (test scores with labels, query "
+        "and qid, enough to recompute every figure), `curves.csv` (validation metric per "
+        "iteration), `significance.csv`, `results.json` (all of it with the settings).",
+        "",
+    ]
+    report = out / "report.md"
+    report.write_text("\n".join(lines))
+    return report

@@ -1,0 +1,258 @@
+"""The benchmark grid: every dataset x fold x seed x method, trained and scored on the test part."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .data import BenchData, parse_data
+from .evaluate import CONVENTIONS, ndcg_at, per_query_metrics
+from .methods import Method, parse_methods
+from .train import FoldCache, TreeParams, fit_method
+
+__all__ = ["BenchConfig", "Results", "run_benchmark"]
+
+DEFAULT_BASELINE = "lgb:lambdarank"
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """Settings shared by every run of a benchmark.
+
+    Parameters
+    ----------
+    rounds : int
+        Maximum boosting iterations (stumps for the native NDCG_Boost).
+    early_stopping : int
+        Stop after this many iterations without a better validation NDCG@``curve_k`` and
+        keep the best iteration; 0 trains all ``rounds``. Without a validation part nothing
+        stops early.
+    seeds : tuple of int
+        One run per seed: the engines' seeds, the objectives' tie-breaking and sampling
+        seeds. The folds do not depend on them.
+    threads : int
+        Threads of the engines and of gbrank's numba kernels. One by default: on small data
+        the synchronisation of threads costs more than it saves.
+    params : TreeParams
+        Tree parameters, the same for every method.
+    conventions : {"lightgbm", "letor"}
+        Metric conventions (:mod:`gbrank.bench.evaluate`).
+    curve_k : int
+        Cut-off of the validation NDCG recorded per iteration.
+    """
+
+    rounds: int = 300
+    early_stopping: int = 30
+    seeds: tuple = (0,)
+    threads: int = 1
+    params: TreeParams = field(default_factory=TreeParams)
+    conventions: str = "lightgbm"
+    curve_k: int = 10
+
+    def __post_init__(self):
+        if self.rounds < 1:
+            raise ValueError(f"rounds must be at least 1, got {self.rounds}")
+        if self.early_stopping < 0:
+            raise ValueError(f"early_stopping must be >= 0, got {self.early_stopping}")
+        if not self.seeds:
+            raise ValueError("seeds must hold at least one seed")
+        if self.threads < 1:
+            raise ValueError(f"threads must be at least 1, got {self.threads}")
+        if self.conventions not in CONVENTIONS:
+            raise ValueError(f"conventions must be one of {', '.join(CONVENTIONS)}, got {self.conventions!r}")
+
+    def as_dict(self) -> dict:
+        out = asdict(self)
+        out["seeds"] = list(self.seeds)
+        return out
+
+
+@dataclass
+class Results:
+    """Everything a benchmark measured; :func:`gbrank.bench.write_report` writes it out.
+
+    Attributes
+    ----------
+    config : dict
+    datasets : list of dict
+        ``name``, ``description``, ``n_folds``.
+    methods : list of dict
+        ``name``, ``engine``, ``objective``, ``builtin``, ``available``, ``reason``.
+    baseline : str or None
+        The method the significance tests compare against.
+    runs : list of dict
+        One per dataset, fold, seed and method: ``status`` ("ok" or "failed"), ``error``,
+        ``train_seconds``, ``objective_ms_per_iter``, ``n_iterations``, ``best_iteration``,
+        ``valid_curve`` and the mean of every test figure.
+    per_query : DataFrame
+        One row per run and test query: ``dataset, fold, seed, method, query, qid, n_docs``
+        and the figures (``ndcg@1`` .. ``ndcg@10``, ``map@10``, ``p@1`` ...).
+    predictions : DataFrame
+        The test scores: ``dataset, fold, seed, method, query, qid, label, score``, in the
+        test part's row order, enough to recompute every figure.
+    """
+
+    config: dict
+    datasets: list
+    methods: list
+    baseline: str | None
+    runs: list
+    per_query: pd.DataFrame
+    predictions: pd.DataFrame
+
+    @property
+    def ok_methods(self) -> list[str]:
+        """Methods with at least one successful run, in grid order."""
+        done = {r["method"] for r in self.runs if r["status"] == "ok"}
+        return [m["name"] for m in self.methods if m["name"] in done]
+
+
+def _set_threads(threads: int) -> None:
+    import numba
+
+    numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+
+
+def _progress(total: int, enabled: bool | None):
+    from tqdm.auto import tqdm
+
+    # disable=None: tqdm shows the bar only when stderr is a terminal
+    return tqdm(total=total, unit="run", file=sys.stderr, disable=None if enabled is None else not enabled, dynamic_ncols=True)
+
+
+def _choose_baseline(baseline, methods: list[Method]) -> str | None:
+    names = [m.name for m in methods]
+    if baseline is None:
+        return DEFAULT_BASELINE if DEFAULT_BASELINE in names else names[0]
+    name = parse_methods([baseline])[0].name
+    if name not in names:
+        raise ValueError(f"the baseline {name} is not among the methods ({', '.join(names)})")
+    return name
+
+
+def run_benchmark(
+    data="synthetic",
+    methods="default",
+    *,
+    folds: int = 5,
+    config: BenchConfig | None = None,
+    baseline: str | None = None,
+    qid_col: str = "qid",
+    label_col: str = "label",
+    progress: bool | None = None,
+) -> Results:
+    """Train and score every method on every fold of every dataset.
+
+    Parameters
+    ----------
+    data : str, BenchData, RankingData, DataFrame or a list of them
+        Dataset specs (see :mod:`gbrank.bench.data`).
+    methods : str or list
+        Method names or groups (see :mod:`gbrank.bench.methods`).
+    folds : int
+        Folds per dataset.
+    config : BenchConfig, optional
+    baseline : str, optional
+        Method the significance tests compare against; default ``lgb:lambdarank`` when it
+        is in the grid, otherwise the first method.
+    qid_col, label_col : str
+        Column names of tables.
+    progress : bool or None
+        Progress bar; None shows it when stderr is a terminal.
+
+    Returns
+    -------
+    Results
+    """
+    config = config or BenchConfig()
+    specs = data if isinstance(data, (list, tuple)) else [data]
+    datasets: list[BenchData] = [parse_data(s, folds=folds, qid_col=qid_col, label_col=label_col) for s in specs]
+    names = [d.name for d in datasets]
+    if len(set(names)) != len(names):
+        raise ValueError(f"dataset names must be unique, got {names}; name them with NAME=SPEC")
+    grid = parse_methods(methods)
+    if config.params.linear_tree and any(m.engine == "xgboost" for m in grid):
+        raise ValueError("linear_tree is a LightGBM option: drop the xgb methods or linear_tree")
+    baseline = _choose_baseline(baseline, grid)
+    conventions = CONVENTIONS[config.conventions]
+    metric = ndcg_at(config.curve_k, conventions)
+    metric_name = f"ndcg@{config.curve_k}"
+    _set_threads(config.threads)
+
+    method_info, runnable = [], []
+    for method in grid:
+        reason = method.unavailable_reason()
+        method_info.append(
+            {"name": method.name, "engine": method.engine, "objective": method.objective,
+             "builtin": method.builtin, "available": reason is None, "reason": reason}
+        )
+        if reason is None:
+            runnable.append(method)
+        else:
+            print(f"gbrank.bench: {method.name} is unavailable and skipped: {reason}", file=sys.stderr)
+
+    runs, per_query, predictions = [], [], []
+    total = sum(d.n_folds for d in datasets) * len(config.seeds) * len(runnable)
+    with _progress(total, progress) as bar:
+        for dataset in datasets:
+            for fold_index in range(dataset.n_folds):
+                fold = dataset.fold(fold_index)
+                cache = FoldCache(fold, config.params, config.threads)
+                test = fold.test
+                query_of_row = np.repeat(np.arange(test.n_queries), test.group)
+                for seed in config.seeds:
+                    for method in runnable:
+                        bar.set_postfix_str(f"{dataset.name} {fold.name} seed {seed} {method.name}", refresh=False)
+                        key = {"dataset": dataset.name, "fold": fold.name, "seed": seed, "method": method.name}
+                        try:
+                            result = fit_method(
+                                method, cache, rounds=config.rounds, early_stopping=config.early_stopping,
+                                seed=seed, metric=metric, metric_name=metric_name,
+                            )
+                            figures = per_query_metrics(test.y, result.test_scores, test.group, conventions)
+                        except Exception as exc:  # one failing method must not lose the others' results
+                            runs.append({**key, "status": "failed", "error": f"{type(exc).__name__}: {exc}"})
+                            print(f"gbrank.bench: {method.name} failed on {dataset.name} {fold.name} seed {seed}:\n"
+                                  f"{traceback.format_exc()}", file=sys.stderr)
+                            bar.update()
+                            continue
+                        runs.append({
+                            **key,
+                            "status": "ok",
+                            "error": None,
+                            "train_seconds": result.train_seconds,
+                            "objective_ms_per_iter": result.objective_ms_per_iteration,
+                            "n_iterations": result.n_iterations,
+                            "best_iteration": result.best_iteration,
+                            "n_test_queries": test.n_queries,
+                            **{name: float(np.mean(values)) for name, values in figures.items()},
+                            "valid_curve": result.valid_curve,
+                        })
+                        frame = pd.DataFrame({
+                            **key, "query": np.arange(test.n_queries),
+                            "qid": test.qid[np.cumsum(test.group) - test.group], "n_docs": test.group,
+                        })
+                        for name, values in figures.items():
+                            frame[name] = values
+                        per_query.append(frame)
+                        predictions.append(pd.DataFrame({
+                            **key, "query": query_of_row, "qid": test.qid,
+                            "label": test.y, "score": result.test_scores,
+                        }))
+                        bar.update()
+
+    columns = ["dataset", "fold", "seed", "method", "query", "qid"]
+    return Results(
+        config={**config.as_dict(), "folds": folds, "curve_metric": metric_name,
+                "conventions_description": conventions.description},
+        datasets=[{"name": d.name, "description": d.description, "n_folds": d.n_folds} for d in datasets],
+        methods=method_info,
+        baseline=baseline,
+        runs=runs,
+        per_query=pd.concat(per_query, ignore_index=True) if per_query else pd.DataFrame(columns=columns),
+        predictions=pd.concat(predictions, ignore_index=True) if predictions else pd.DataFrame(columns=columns),
+    )

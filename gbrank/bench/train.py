@@ -1,0 +1,294 @@
+"""Training one method on one fold, with the same tree parameters in both engines.
+
+Timing. ``train_seconds`` is the wall time of the engine's training call minus the time
+spent evaluating the validation metric (which the harness adds; the engines' own metrics
+are off). It includes the objective, the tree growth and, for the native NDCG_Boost, the
+presorting of the features and the estimator's own per-iteration NDCG. Building the engine's
+dataset (binning) is done before and not counted; neither is compiling the gbrank kernels,
+which happens once per process in a warm-up call on a tiny dataset.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..datasets import RankingData
+from .data import Fold
+from .methods import Method
+from .timing import TimedMetric, TimedObjective
+
+__all__ = ["FitResult", "FoldCache", "TreeParams", "fit_method"]
+
+
+@dataclass(frozen=True)
+class TreeParams:
+    """Tree parameters shared by every method, mapped to each engine's names.
+
+    XGBoost grows leaf-wise (``grow_policy="lossguide"``) with ``max_leaves`` like LightGBM;
+    it has no minimum number of rows per leaf, only the minimum hessian sum
+    (``min_child_weight``, LightGBM's ``min_sum_hessian_in_leaf``). The native NDCG_Boost
+    boosts decision stumps by definition and takes none of these.
+
+    ``linear_tree`` (LightGBM only) fits a linear model of the features in each leaf, as
+    LightGBM's ``linear_tree``; XGBoost methods refuse it.
+    """
+
+    learning_rate: float = 0.1
+    num_leaves: int = 31
+    min_data_in_leaf: int = 20
+    min_child_weight: float = 1e-3
+    max_bin: int = 255
+    linear_tree: bool = False
+
+    def lightgbm(self, threads: int, seed: int) -> dict:
+        return {
+            "learning_rate": self.learning_rate,
+            "num_leaves": self.num_leaves,
+            "min_data_in_leaf": self.min_data_in_leaf,
+            "min_sum_hessian_in_leaf": self.min_child_weight,
+            "max_bin": self.max_bin,
+            "linear_tree": self.linear_tree,
+            "num_threads": threads,
+            "seed": seed,
+            "deterministic": True,
+            "force_row_wise": True,
+            "metric": "None",
+            "verbose": -1,
+        }
+
+    def lightgbm_dataset(self) -> dict:
+        # min_data_in_leaf and linear_tree shape the binned Dataset: they must match training
+        return {"max_bin": self.max_bin, "min_data_in_leaf": self.min_data_in_leaf,
+                "linear_tree": self.linear_tree, "verbose": -1}
+
+    def xgboost(self, threads: int, seed: int) -> dict:
+        if self.linear_tree:
+            raise ValueError("linear_tree is a LightGBM option; XGBoost has no linear leaves")
+        return {
+            "tree_method": "hist",
+            "grow_policy": "lossguide",
+            "max_depth": 0,
+            "max_leaves": self.num_leaves,
+            "eta": self.learning_rate,
+            "min_child_weight": self.min_child_weight,
+            "max_bin": self.max_bin,
+            "nthread": threads,
+            "seed": seed,
+            "disable_default_eval_metric": 1,
+        }
+
+
+@dataclass
+class FitResult:
+    """What one training run produced."""
+
+    test_scores: np.ndarray
+    valid_curve: list[float]
+    n_iterations: int
+    best_iteration: int
+    train_seconds: float
+    objective_seconds: float | None = None
+    objective_calls: int = 0
+
+    @property
+    def objective_ms_per_iteration(self) -> float | None:
+        if self.objective_seconds is None or self.objective_calls == 0:
+            return None
+        return 1000.0 * self.objective_seconds / self.objective_calls
+
+
+class FoldCache:
+    """Each engine's datasets for one fold, built once and shared by the methods."""
+
+    def __init__(self, fold: Fold, params: TreeParams, threads: int) -> None:
+        self.fold = fold
+        self.params = params
+        self.threads = threads
+        self._lgb = None
+        self._xgb = None
+
+    def lightgbm(self):
+        if self._lgb is None:
+            import lightgbm as lgb
+
+            fold = self.fold
+            dtrain = lgb.Dataset(
+                fold.train.X, fold.train.y, group=fold.train.group,
+                params=self.params.lightgbm_dataset(), free_raw_data=False,
+            )
+            dtrain.construct()
+            dvalid = None
+            if fold.valid is not None:
+                dvalid = lgb.Dataset(
+                    fold.valid.X, fold.valid.y, group=fold.valid.group, reference=dtrain,
+                    params=self.params.lightgbm_dataset(), free_raw_data=False,
+                )
+                dvalid.construct()
+            self._lgb = (dtrain, dvalid)
+        return self._lgb
+
+    def xgboost(self):
+        if self._xgb is None:
+            import xgboost as xgb
+
+            fold = self.fold
+            dtrain = xgb.DMatrix(fold.train.X, label=fold.train.y, group=fold.train.group, nthread=self.threads)
+            dvalid = None
+            if fold.valid is not None:
+                dvalid = xgb.DMatrix(fold.valid.X, label=fold.valid.y, group=fold.valid.group, nthread=self.threads)
+            dtest = xgb.DMatrix(fold.test.X, nthread=self.threads)
+            self._xgb = (dtrain, dvalid, dtest)
+        return self._xgb
+
+
+_WARM: set[str] = set()
+
+
+def _tiny_data() -> RankingData:
+    rng = np.random.default_rng(0)
+    sizes = np.array([12, 7, 3])
+    X = rng.random((sizes.sum(), 3))
+    y = np.array([2, 1, 0, 0, 1, 2, 0, 0, 1, 0, 0, 0, 1, 0, 2, 0, 0, 1, 0, 1, 0, 0], dtype=np.float64)
+    return RankingData(X, y, group=sizes)
+
+
+def warm_up(method: Method, metric) -> None:
+    """Compile the numba kernels a method and the metric use, outside any timed region."""
+    tiny = _tiny_data()
+    if "metric" not in _WARM:
+        metric(tiny.y, np.zeros(len(tiny)), tiny.group)
+        _WARM.add("metric")
+    if method.name in _WARM or method.builtin:
+        return
+    if method.engine == "native":
+        method.factory()(n_estimators=2).fit(tiny.X, tiny.y, group=tiny.group, eval_set=[tuple(tiny)], eval_at=(10,))
+    else:
+        objective = method.build(0)
+        # LightGBM passes float64 scores, XGBoost float32 with float32 labels
+        objective.grad_hess(tiny.y, np.zeros(len(tiny)), tiny.group)
+        objective.grad_hess(tiny.y.astype(np.float32), np.linspace(-1, 1, len(tiny)).astype(np.float32), tiny.group)
+    _WARM.add(method.name)
+
+
+def fit_method(
+    method: Method,
+    cache: FoldCache,
+    *,
+    rounds: int,
+    early_stopping: int,
+    seed: int,
+    metric,
+    metric_name: str,
+) -> FitResult:
+    """Train ``method`` on ``cache.fold`` and score its test part.
+
+    ``metric(y, scores, group) -> float`` is evaluated on the validation part after every
+    iteration (the curve) and drives early stopping after ``early_stopping`` iterations
+    without improvement (0: never stop early; no validation part: never evaluated).
+    """
+    warm_up(method, metric)
+    if method.engine == "lightgbm":
+        return _fit_lightgbm(method, cache, rounds, early_stopping, seed, metric, metric_name)
+    if method.engine == "xgboost":
+        return _fit_xgboost(method, cache, rounds, early_stopping, seed, metric, metric_name)
+    return _fit_native(method, cache, rounds, early_stopping, seed)
+
+
+def _fit_lightgbm(method, cache, rounds, early_stopping, seed, metric, metric_name) -> FitResult:
+    import lightgbm as lgb
+
+    dtrain, dvalid = cache.lightgbm()
+    params = cache.params.lightgbm(cache.threads, seed)
+    timed = None
+    if method.builtin:
+        params["objective"] = method.objective
+        params["objective_seed"] = seed
+    else:
+        timed = TimedObjective(method.build(seed))
+        params["objective"] = timed
+    kwargs = {}
+    evaluator = TimedMetric(metric_name, metric)
+    if dvalid is not None:
+        kwargs = {"valid_sets": [dvalid], "valid_names": ["valid"], "feval": evaluator.lightgbm}
+        if early_stopping:
+            kwargs["callbacks"] = [lgb.early_stopping(early_stopping, verbose=False)]
+    start = time.perf_counter()
+    booster = lgb.train(params, dtrain, num_boost_round=rounds, **kwargs)
+    seconds = time.perf_counter() - start - evaluator.seconds
+    # lgb.train keeps only the trees up to the best iteration, so count the evaluations
+    n_iterations = len(evaluator.values) if dvalid is not None else booster.current_iteration()
+    best = booster.best_iteration if booster.best_iteration > 0 else booster.current_iteration()
+    scores = booster.predict(cache.fold.test.X, num_iteration=best)
+    return FitResult(
+        test_scores=np.asarray(scores, dtype=np.float64),
+        valid_curve=list(evaluator.values),
+        n_iterations=n_iterations,
+        best_iteration=best,
+        train_seconds=seconds,
+        objective_seconds=None if timed is None else timed.seconds,
+        objective_calls=0 if timed is None else timed.calls,
+    )
+
+
+def _fit_xgboost(method, cache, rounds, early_stopping, seed, metric, metric_name) -> FitResult:
+    import xgboost as xgb
+
+    dtrain, dvalid, dtest = cache.xgboost()
+    params = cache.params.xgboost(cache.threads, seed)
+    timed = None
+    if method.builtin:
+        params["objective"] = method.objective
+    else:
+        timed = TimedObjective(method.build(seed))
+        # start from 0 as LightGBM does with a custom objective (RankCosine is not
+        # shift-invariant, so the starting score matters)
+        params["base_score"] = 0.0
+    evaluator = TimedMetric(metric_name, metric)
+    kwargs = {}
+    if dvalid is not None:
+        kwargs = {"evals": [(dvalid, "valid")], "custom_metric": evaluator.xgboost, "maximize": True}
+        if early_stopping:
+            kwargs["early_stopping_rounds"] = early_stopping
+    start = time.perf_counter()
+    booster = xgb.train(params, dtrain, num_boost_round=rounds, obj=timed, verbose_eval=False, **kwargs)
+    seconds = time.perf_counter() - start - evaluator.seconds
+    n_iterations = booster.num_boosted_rounds()
+    best = n_iterations
+    if dvalid is not None and early_stopping:
+        best = int(booster.best_iteration) + 1
+    scores = booster.predict(dtest, iteration_range=(0, best), output_margin=True)
+    return FitResult(
+        test_scores=np.asarray(scores, dtype=np.float64),
+        valid_curve=list(evaluator.values),
+        n_iterations=n_iterations,
+        best_iteration=best,
+        train_seconds=seconds,
+        objective_seconds=None if timed is None else timed.seconds,
+        objective_calls=0 if timed is None else timed.calls,
+    )
+
+
+def _fit_native(method, cache, rounds, early_stopping, seed) -> FitResult:
+    fold = cache.fold
+    model = method.build(seed)
+    model.set_params(n_estimators=rounds)
+    kwargs = {}
+    if fold.valid is not None:
+        kwargs = {"eval_set": [tuple(fold.valid)], "eval_at": (10,)}
+        if early_stopping:
+            kwargs["early_stopping_rounds"] = early_stopping
+    start = time.perf_counter()
+    model.fit(fold.train.X, fold.train.y, group=fold.train.group, **kwargs)
+    seconds = time.perf_counter() - start
+    n_iterations = len(model.history_["M"])
+    best = model.best_iteration_ or model.n_estimators_
+    return FitResult(
+        test_scores=np.asarray(model.predict(fold.test.X), dtype=np.float64),
+        valid_curve=list(model.history_.get("valid_0_ndcg@10", [])),
+        n_iterations=n_iterations,
+        best_iteration=best,
+        train_seconds=seconds,
+    )
