@@ -16,49 +16,18 @@ import time
 
 import numpy as np
 
-import gbrank
+from gbrank.bench.methods import parse_methods
+from gbrank.bench.timing import TimedObjective
 from gbrank.datasets import make_ranking
 
-OBJECTIVES = {
-    "listmle": lambda: gbrank.listmle(),
-    "listmle_topk": lambda: gbrank.listmle_topk(k=10),
-    "wlistmle": lambda: gbrank.wlistmle(),
-    "ranknet": lambda: gbrank.ranknet(truncation=30),
-    "wranknet": lambda: gbrank.wranknet(truncation=30),
-    "listnet": lambda: gbrank.listnet(),
-    "cosine": lambda: gbrank.cosine(),
-    "ndcg_boost": lambda: gbrank.ndcg_boost(),
-}
-LGB_BUILTIN = ("lambdarank", "rank_xendcg")
-XGB_BUILTIN = ("rank:ndcg", "rank:pairwise")
 DEFAULT_METHODS = (
     "lgb:rank_xendcg,lgb:lambdarank,lgb:listmle_topk,lgb:listmle,lgb:wlistmle,"
-    "lgb:ranknet,lgb:wranknet,lgb:listnet,lgb:cosine,lgb:ndcg_boost,"
+    "lgb:ranknet(truncation=30),lgb:wranknet(truncation=30),lgb:listnet,lgb:cosine,lgb:ndcg_boost,"
     "xgb:rank:ndcg,xgb:listmle_topk"
 )
 
 
-class Timed:
-    """Calls an objective and adds up the seconds spent in it."""
-
-    def __init__(self, objective):
-        self.objective = objective
-        self.seconds = 0.0
-        self.calls = 0
-
-    def __deepcopy__(self, memo):
-        # lgb.train deep-copies its params; keep counting in this object
-        return self
-
-    def __call__(self, preds, data):
-        start = time.perf_counter()
-        out = self.objective(preds, data)
-        self.seconds += time.perf_counter() - start
-        self.calls += 1
-        return out
-
-
-def run_lightgbm(name, data, dtrain, args):
+def run_lightgbm(method, data, dtrain, args):
     import lightgbm as lgb
 
     params = {
@@ -71,10 +40,10 @@ def run_lightgbm(name, data, dtrain, args):
         "seed": 0,
     }
     timed = None
-    if name in LGB_BUILTIN:
-        params["objective"] = name
+    if method.builtin:
+        params["objective"] = method.objective
     else:
-        timed = Timed(OBJECTIVES[name]())
+        timed = TimedObjective(method.build())
         params["objective"] = timed
         # compile the kernels outside the timed region
         timed.objective.grad_hess(data.y, np.zeros(data.y.size), data.group)
@@ -83,7 +52,7 @@ def run_lightgbm(name, data, dtrain, args):
     return time.perf_counter() - start, timed
 
 
-def run_xgboost(name, data, dtrain, args):
+def run_xgboost(method, data, dtrain, args):
     import xgboost as xgb
 
     params = {
@@ -97,11 +66,11 @@ def run_xgboost(name, data, dtrain, args):
     }
     timed = None
     kwargs = {}
-    if name in XGB_BUILTIN:
-        params["objective"] = name
+    if method.builtin:
+        params["objective"] = method.objective
         params["eval_metric"] = "ndcg@10"
     else:
-        timed = Timed(OBJECTIVES[name]())
+        timed = TimedObjective(method.build())
         kwargs["obj"] = timed
         timed.objective.grad_hess(data.y, np.zeros(data.y.size), data.group)
     start = time.perf_counter()
@@ -122,40 +91,34 @@ def main(argv=None):
     data = make_ranking(n_queries=args.queries, docs_per_query=args.docs, n_features=args.features, seed=0)
     print(f"data: {data.y.size:,} rows, {data.group.size:,} queries, {args.features} features; "
           f"{args.rounds} rounds, {args.threads} threads")
-    methods = [m.split(":", 1) for m in args.methods.split(",")]
+    methods = parse_methods(args.methods)
     dsets = {}
-    if any(engine == "lgb" for engine, _ in methods):
+    if any(m.engine == "lightgbm" for m in methods):
         import lightgbm as lgb
 
-        dsets["lgb"] = lgb.Dataset(data.X, data.y, group=data.group, params={"verbose": -1}, free_raw_data=False).construct()
-    if any(engine == "xgb" for engine, _ in methods):
+        dsets["lightgbm"] = lgb.Dataset(data.X, data.y, group=data.group, params={"verbose": -1}, free_raw_data=False).construct()
+    if any(m.engine == "xgboost" for m in methods):
         import xgboost as xgb
 
-        dsets["xgb"] = xgb.DMatrix(data.X, data.y, group=data.group, nthread=args.threads)
+        dsets["xgboost"] = xgb.DMatrix(data.X, data.y, group=data.group, nthread=args.threads)
 
     rows = []
-    for engine, name in methods:
-        runner = run_lightgbm if engine == "lgb" else run_xgboost
-        seconds, timed = runner(name, data, dsets[engine], args)
+    for method in methods:
+        runner = run_lightgbm if method.engine == "lightgbm" else run_xgboost
+        seconds, timed = runner(method, data, dsets[method.engine], args)
         obj_ms = 1000 * timed.seconds / max(timed.calls, 1) if timed else float("nan")
-        rows.append((engine, name, seconds, obj_ms))
+        rows.append((method, seconds))
         share = f"{100 * timed.seconds / seconds:5.1f}%" if timed else "    -"
-        print(f"  {engine}:{name:<14} {seconds:8.2f} s  {1000 * seconds / args.rounds:8.1f} ms/iter  "
+        print(f"  {method.name:<32} {seconds:8.2f} s  {1000 * seconds / args.rounds:8.1f} ms/iter  "
               f"objective {obj_ms:7.2f} ms/iter ({share})", flush=True)
 
-    def total(engine, name):
-        return next((s for e, n, s, _ in rows if e == engine and n == name), None)
-
     print("\nratios (training time, measured above):")
-    for engine, name, seconds, _ in rows:
-        if engine == "lgb" and name not in LGB_BUILTIN:
-            for base in LGB_BUILTIN:
-                if total("lgb", base):
-                    print(f"  lgb:{name} / lgb:{base} = {seconds / total('lgb', base):.3f}")
-        if engine == "xgb" and name not in XGB_BUILTIN:
-            for base in XGB_BUILTIN:
-                if total("xgb", base):
-                    print(f"  xgb:{name} / xgb:{base} = {seconds / total('xgb', base):.3f}")
+    builtins = [(m, s) for m, s in rows if m.builtin]
+    for method, seconds in rows:
+        if not method.builtin:
+            for base, base_seconds in builtins:
+                if base.engine == method.engine:
+                    print(f"  {method.name} / {base.name} = {seconds / base_seconds:.3f}")
 
 
 if __name__ == "__main__":
