@@ -97,6 +97,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._base import RankingObjective
+from ._logspace import logaddexp as _logaddexp
 from ._random import next_uniform, query_stream
 from ._targets import Target, check_target, check_target_labels, target_scores
 
@@ -104,17 +105,6 @@ __all__ = ["ListNet", "listnet"]
 
 # Replaces a uniform draw of exactly 0, so that the Gumbel transform stays finite.
 _TINY_UNIFORM = 2.0**-54
-
-
-@njit(cache=True, inline="always")
-def _logaddexp(a, b):
-    if a == -np.inf:
-        return b
-    if b == -np.inf:
-        return a
-    if a > b:
-        return a + math.log1p(math.exp(b - a))
-    return b + math.log1p(math.exp(a - b))
 
 
 @njit(cache=True)

@@ -39,6 +39,7 @@ from numba import njit, prange
 
 from ..gains import Discount, Gain, discount_values, gain_values
 from ._base import RankingObjective
+from ._logspace import logaddexp as _logaddexp
 from ._random import next_uniform, query_stream
 
 __all__ = ["listmle", "listmle_topk", "plackett_luce", "wlistmle", "PlackettLuce"]
@@ -46,17 +47,6 @@ __all__ = ["listmle", "listmle_topk", "plackett_luce", "wlistmle", "PlackettLuce
 Ties = Literal["random", "score", "input"]
 _TIE_MODES = {"input": 0, "random": 1, "score": 2}
 PositionWeights = Union[np.ndarray, list, Callable[[np.ndarray], np.ndarray]]
-
-
-@njit(cache=True, inline="always")
-def _logaddexp(a, b):
-    if a == -np.inf:
-        return b
-    if b == -np.inf:
-        return a
-    if a > b:
-        return a + np.log1p(np.exp(b - a))
-    return b + np.log1p(np.exp(a - b))
 
 
 @njit(cache=True)
