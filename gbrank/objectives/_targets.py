@@ -71,6 +71,7 @@ import numpy as np
 
 from .._validation import check_labels
 from ..gains import EXP2_MAX_LABEL
+from ._label_order import label_order
 
 __all__ = ["LABEL_TARGETS", "RANK_TARGETS", "Target", "check_target", "check_target_labels", "target_scores"]
 
@@ -161,10 +162,8 @@ def target_scores(
     sizes = np.diff(offsets)
     if n == 0:
         return np.zeros(0), np.zeros(sizes.size, dtype=np.uint8)
-    qid = np.repeat(np.arange(sizes.size), sizes)
-    order = np.lexsort((-labels, qid))
-    sorted_labels = labels[order]
-    position = np.arange(n) - offsets[qid] + 1
+    blocks = label_order(labels, offsets)
+    qid, order, sorted_labels, position = blocks.qid, blocks.order, blocks.sorted_labels, blocks.position
     starts = offsets[:-1]
 
     if callable(target):
@@ -182,8 +181,7 @@ def target_scores(
         values = np.where(position > k, floor[qid], values)
 
     if k is not None or target in RANK_TARGETS:
-        new_block = np.ones(n, dtype=bool)
-        new_block[1:] = (position[1:] == 1) | (sorted_labels[1:] != sorted_labels[:-1])
+        new_block = blocks.block_start == np.arange(n)
         block_starts = np.flatnonzero(new_block)
         block_id = np.cumsum(new_block) - 1
         counts = np.diff(np.append(block_starts, n))

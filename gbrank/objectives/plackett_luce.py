@@ -39,6 +39,7 @@ from numba import njit, prange
 
 from ..gains import Discount, Gain, discount_values, gain_values
 from ._base import RankingObjective
+from ._label_order import label_order, ndcg_weights
 from ._logspace import logaddexp as _logaddexp
 from ._random import next_uniform, query_stream
 
@@ -261,20 +262,9 @@ class PlackettLuce(RankingObjective):
     def _prepare(self, labels, offsets):
         n = labels.shape[0]
         sizes = np.diff(offsets)
-        qid = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
-        order = np.lexsort((-labels, qid)).astype(np.int64)
-        sorted_labels = labels[order]
-        position = np.arange(n, dtype=np.int64) - offsets[qid] + 1
-        new_block = np.ones(n, dtype=bool)
-        new_block[1:] = (position[1:] == 1) | (sorted_labels[1:] != sorted_labels[:-1])
-        block_starts = np.flatnonzero(new_block)
-        block_ends = np.append(block_starts[1:], n)
-        block_id = np.cumsum(new_block) - 1
-        tie_end = block_ends[block_id].astype(np.int64)
-        best_rank = position[block_starts][block_id]
-
+        blocks = label_order(labels, offsets)
         weights = np.ascontiguousarray(
-            self._weight_fn(sorted_labels, position, best_rank, offsets), dtype=np.float64
+            self._weight_fn(blocks.sorted_labels, blocks.position, blocks.best_rank, offsets), dtype=np.float64
         )
         if weights.shape != (n,) or not np.isfinite(weights).all() or weights.min(initial=0.0) < 0:
             raise ValueError("position weights must be finite and non-negative")
@@ -284,9 +274,9 @@ class PlackettLuce(RankingObjective):
             active = (q_max > q_min).astype(np.uint8)
         else:
             active = np.ones(sizes.size, dtype=np.uint8)
-        last_positive = np.where(weights > 0, position, 0)
+        last_positive = np.where(weights > 0, blocks.position, 0)
         head = np.maximum.reduceat(last_positive, offsets[:-1]) if sizes.size else np.zeros(0, np.int64)
-        return order, tie_end, weights, head.astype(np.int64), offsets, active
+        return blocks.order, blocks.block_end, weights, head.astype(np.int64), offsets, active
 
     def _grad_hess(self, state, scores, grad, hess):
         pl_grad_hess(scores, *state, _TIE_MODES[self.ties], self.seed, grad, hess)
@@ -353,11 +343,7 @@ def _callable_weights(func, sorted_labels, position, best_rank, offsets):
 
 
 def _ndcg_weights(gain, discount, cutoff, discount_at, sorted_labels, position, best_rank, offsets):
-    table = discount_values(int(position.max(initial=1)), discount)
-    if cutoff is not None:
-        table[cutoff:] = 0.0
-    at = position if discount_at == "rank" else best_rank
-    return gain_values(sorted_labels, gain) * table[at - 1]
+    return ndcg_weights(sorted_labels, position if discount_at == "rank" else best_rank, gain, discount, cutoff)
 
 
 @_with_common_doc

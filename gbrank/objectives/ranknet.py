@@ -71,6 +71,7 @@ from numba import njit, prange
 
 from ..gains import Discount, Gain, discount_values, gain_values
 from ._base import RankingObjective
+from ._label_order import label_order, ndcg_weights
 
 __all__ = ["RankNet", "ranknet", "wranknet"]
 
@@ -215,27 +216,12 @@ class RankNet(RankingObjective):
         return super()._label_check(y_true, offsets)
 
     def _prepare(self, labels, offsets):
-        n = labels.shape[0]
-        sizes = np.diff(offsets)
-        qid = np.repeat(np.arange(sizes.size), sizes)
-        order = np.lexsort((-labels, qid)).astype(np.int64)
-        sorted_labels = labels[order]
-        new_block = np.ones(n, dtype=bool)
-        new_block[1:] = (qid[1:] != qid[:-1]) | (sorted_labels[1:] != sorted_labels[:-1])
-        starts = np.flatnonzero(new_block)
-        block_id = np.cumsum(new_block) - 1
-        block_start = starts[block_id].astype(np.int64)
-        block_end = np.append(starts[1:], n)[block_id].astype(np.int64)
+        blocks = label_order(labels, offsets)
         if self.gain is None:
-            weight = np.ones(n)
+            weight = np.ones(labels.shape[0])
         else:
-            # D(1 + number of the query's documents with a higher label)
-            best = block_start - offsets[qid] + 1
-            table = discount_values(int(sizes.max(initial=1)), self.discount)
-            if self.cutoff is not None:
-                table[self.cutoff :] = 0.0
-            weight = gain_values(sorted_labels, self.gain) * table[best - 1]
-        return order, block_start, block_end, np.ascontiguousarray(weight), offsets
+            weight = ndcg_weights(blocks.sorted_labels, blocks.best_rank, self.gain, self.discount, self.cutoff)
+        return blocks.order, blocks.block_start, blocks.block_end, np.ascontiguousarray(weight), offsets
 
     def _run(self, state, scores, grad, hess, want_loss):
         order, block_start, block_end, weight, offsets = state
