@@ -1,0 +1,119 @@
+"""The registry of gbrank objectives: one entry per factory, read by everything that lists them.
+
+The package exports, the benchmark harness and its command line, and the test catalogues all
+read this table, so a new objective is one module, one :func:`register` call below and one
+docs page. Entries name their module as a string: reading the registry imports no kernel.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Callable, Literal
+
+__all__ = ["ObjectiveSpec", "get", "names", "register", "specs"]
+
+
+@dataclass(frozen=True)
+class ObjectiveSpec:
+    """What the rest of gbrank needs to know about one objective factory.
+
+    Attributes
+    ----------
+    name : str
+        The factory's name, as exported by :mod:`gbrank` (``gbrank.<name>``) and used in
+        method names (``lgb:<name>``).
+    module : str
+        The module that defines the factory under ``name``.
+    family : str
+        The loss family, for grouping in reports and plots (``"plackett-luce"``,
+        ``"pairwise"``, ``"listnet"``, ``"cosine"``, ``"ndcg-boost"``, ...).
+    summary : str
+        One line for ``--list-methods`` and the docs.
+    labels : {"order", "exp2", "any"}
+        What the objective reads from the labels: only their order (any finite values),
+        ``2**l - 1`` of integer labels 0..31, or any finite values through a user gain.
+    examples : tuple of dict
+        Keyword arguments of settings the test catalogues build and check, the first being
+        the one the harness uses when a method names no arguments. An objective whose
+        factory needs arguments gives them here.
+    in_default_bench : bool
+        Whether ``python -m gbrank.bench`` runs it in LightGBM by default.
+    """
+
+    name: str
+    module: str
+    family: str
+    summary: str
+    labels: Literal["order", "exp2", "any"] = "order"
+    examples: tuple[dict[str, Any], ...] = field(default_factory=lambda: ({},))
+    in_default_bench: bool = True
+
+    def factory(self) -> Callable[..., Any]:
+        """The factory function (imports its module on first use)."""
+        return getattr(importlib.import_module(self.module), self.name)
+
+    def build(self, **overrides: Any) -> Any:
+        """The objective of the first example, with ``overrides`` applied."""
+        return self.factory()(**{**self.examples[0], **overrides})
+
+
+_REGISTRY: dict[str, ObjectiveSpec] = {}
+
+
+def register(spec: ObjectiveSpec) -> ObjectiveSpec:
+    """Add an objective; its name must be new."""
+    if spec.name in _REGISTRY:
+        raise ValueError(f"an objective named {spec.name!r} is registered already")
+    if not spec.examples:
+        raise ValueError(f"objective {spec.name!r}: examples needs at least one settings dict")
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def unregister(name: str) -> None:
+    """Remove an objective (for tests that register a toy one)."""
+    _REGISTRY.pop(name, None)
+
+
+def get(name: str) -> ObjectiveSpec:
+    """The entry of ``name``; the error lists the registered names."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"no objective named {name!r}; registered: {', '.join(_REGISTRY)}") from None
+
+
+def names() -> tuple[str, ...]:
+    """Registered factory names, in registration order."""
+    return tuple(_REGISTRY)
+
+
+def specs() -> MappingProxyType:
+    """A read-only view of the registry, name -> :class:`ObjectiveSpec`."""
+    return MappingProxyType(_REGISTRY)
+
+
+_PL = "gbrank.objectives.plackett_luce"
+for _spec in (
+    ObjectiveSpec("listmle", _PL, "plackett-luce", "ListMLE: Plackett-Luce likelihood of the label order (Xia et al. 2008)"),
+    ObjectiveSpec("listmle_topk", _PL, "plackett-luce", "top-k ListMLE: likelihood of the top k positions (Xia et al. 2009)",
+                  examples=({"k": 10}, {"k": 3})),
+    ObjectiveSpec("wlistmle", _PL, "plackett-luce", "W-ListMLE: ListMLE weighted by NDCG gain and discount (Chen et al. 2009)",
+                  labels="exp2"),
+    ObjectiveSpec("plackett_luce", _PL, "plackett-luce", "Plackett-Luce loss with user position weights",
+                  examples=({"position_weights": [1.0, 0.5, 0.25]},), in_default_bench=False),
+    ObjectiveSpec("ranknet", "gbrank.objectives.ranknet", "pairwise", "RankNet: logistic loss over label-ordered pairs",
+                  examples=({}, {"truncation": 3})),
+    ObjectiveSpec("wranknet", "gbrank.objectives.ranknet", "pairwise", "W-RankNet: RankNet with NDCG pair weights (Chen et al. 2009)",
+                  labels="exp2"),
+    ObjectiveSpec("listnet", "gbrank.objectives.listnet", "listnet", "ListNet: cross-entropy of top-k Plackett-Luce distributions",
+                  labels="exp2", examples=({}, {"k": 2}, {"k": 3}, {"k": 3, "exact_limit": 0})),
+    ObjectiveSpec("cosine", "gbrank.objectives.cosine", "cosine", "RankCosine: cosine between target scores and scores",
+                  labels="exp2"),
+    ObjectiveSpec("ndcg_boost", "gbrank.objectives.ndcg_boost", "ndcg-boost", "NDCG_Boost relaxation (Valizadegan et al. 2009)",
+                  labels="exp2"),
+):
+    register(_spec)
+del _spec
