@@ -7,9 +7,14 @@ import warnings
 
 import numpy as np
 
+from .._threading import configure_threading
 from .._validation import check_scores
 from ..groups import check_group
 from ._ranking import TIES, TIES_AVERAGE
+
+# every metric module imports this one before its kernels can compile, and numba fixes its
+# threading layer at the first parallel compile
+configure_threading()
 
 NoRelevant = float | str
 

@@ -23,8 +23,13 @@ from typing import Any
 
 import numpy as np
 
+from .._threading import configure_threading
 from .._validation import check_labels, check_scores, check_weights
 from ..groups import check_group
+
+# every objective module imports this one before its kernels can compile, and numba fixes
+# its threading layer at the first parallel compile
+configure_threading()
 
 _CACHE_SIZE = 4
 

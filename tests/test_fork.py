@@ -1,0 +1,178 @@
+"""Forked processes and threads work after gbrank's parallel kernels ran.
+
+Numba fixes its threading layer once per process; GNU OpenMP, its default on Linux, kills a
+forked child that runs a kernel after the parent did. gbrank asks for TBB (see
+``gbrank._threading``). Each fork scenario runs in a fresh interpreter, so that the layer is
+chosen from scratch there and a hang fails the test at the time limit instead of blocking the
+run.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import numba
+import numpy as np
+import pytest
+
+import gbrank
+
+ROOT = Path(__file__).resolve().parent.parent
+TIME_LIMIT = 120  # seconds; the scenarios take a few seconds once the numba cache is warm
+
+# Linux x86-64 has the tbb wheel as a dependency: there the layer must be TBB
+TBB_EXPECTED = sys.platform.startswith("linux") and platform.machine() == "x86_64"
+FORK = "fork" in __import__("multiprocessing").get_all_start_methods()
+
+# The parent runs real parallel kernels (an objective and a metric, 500 queries of 40 rows:
+# enough for every thread to take queries) before anything forks; children run them again.
+PRELUDE = """
+import numba
+import numpy as np
+import gbrank
+
+rng = np.random.default_rng(0)
+sizes = np.full(500, 40)
+y = rng.integers(0, 4, sizes.sum()).astype(float)
+s = rng.normal(size=sizes.sum())
+objective = gbrank.listmle_topk(k=10)
+
+def work(_):
+    grad, hess = objective.grad_hess(y, s, sizes)
+    return float(grad @ grad), float(hess.sum()), float(gbrank.metrics.ndcg(y, s, sizes, k=10))
+
+expected = work(0)
+print("layer", numba.threading_layer(), "threads", numba.get_num_threads(), flush=True)
+if numba.threading_layer() == "omp" and FORK_UNSAFE_OMP:
+    raise SystemExit(0)
+"""
+
+
+def run_python(code: str, env: dict | None = None) -> str:
+    """Run ``code`` in a fresh interpreter; fail on error, abort or a hang."""
+    # on numba's GNU OpenMP layer the children would die and the pool hang: stop before
+    # forking, and let check_layer fail (TBB expected) or skip
+    code = f"FORK_UNSAFE_OMP = {sys.platform.startswith('linux')}\n" + code
+    environ = {**os.environ, **(env or {})}
+    environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), environ.get("PYTHONPATH")]))
+    try:
+        result = subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, env=environ, capture_output=True, text=True,
+            timeout=TIME_LIMIT,
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"hung for {TIME_LIMIT} s; output so far:\n{exc.stdout}\n{exc.stderr}")
+    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+def check_layer(out: str) -> None:
+    layer = out.split("layer ", 1)[1].split()[0]
+    if TBB_EXPECTED:
+        assert layer == "tbb", out
+    elif layer == "omp" and sys.platform.startswith("linux"):
+        pytest.skip("no TBB on this platform: numba's GNU OpenMP layer cannot fork")
+
+
+needs_fork = pytest.mark.skipif(not FORK, reason="no fork start method on this platform")
+
+
+@needs_fork
+def test_multiprocessing_fork_after_parallel_kernel():
+    out = run_python(PRELUDE + textwrap.dedent("""
+        import multiprocessing
+        with multiprocessing.get_context("fork").Pool(2) as pool:
+            got = pool.map(work, range(4))
+        assert got == [expected] * 4, (got, expected)
+        print("ok")
+    """))
+    check_layer(out)
+    assert out.rstrip().endswith("ok")
+
+
+@needs_fork
+def test_joblib_multiprocessing_backend_after_parallel_kernel():
+    out = run_python(PRELUDE + textwrap.dedent("""
+        from joblib import Parallel, delayed
+        got = Parallel(n_jobs=2, backend="multiprocessing")(delayed(work)(i) for i in range(4))
+        assert got == [expected] * 4, (got, expected)
+        print("ok")
+    """))
+    check_layer(out)
+    assert out.rstrip().endswith("ok")
+
+
+@needs_fork
+def test_cross_val_score_multiprocessing_backend_after_parallel_kernel():
+    pytest.importorskip("lightgbm")
+    out = run_python(PRELUDE + textwrap.dedent("""
+        import pandas as pd
+        from joblib import parallel_backend
+        from sklearn.model_selection import GroupKFold, cross_val_score
+
+        data = gbrank.datasets.make_ranking(n_queries=60, docs_per_query=20, n_features=8, seed=1)
+        X = pd.DataFrame(data.X)
+        X.columns = [f"f{i}" for i in range(X.shape[1])]
+        X["qid"] = data.qid
+        ranker = gbrank.Ranker(gbrank.listmle_topk(k=10), n_estimators=10, n_jobs=1, params={"verbose": -1})
+        with parallel_backend("multiprocessing"):
+            forked = cross_val_score(ranker, X, data.y, groups=X["qid"], cv=GroupKFold(3), n_jobs=2)
+        serial = cross_val_score(ranker, X, data.y, groups=X["qid"], cv=GroupKFold(3), n_jobs=1)
+        assert np.allclose(forked, serial), (forked, serial)
+        assert np.all(forked > 0.3), forked
+        print("ok")
+    """))
+    check_layer(out)
+    assert out.rstrip().endswith("ok")
+
+
+@pytest.mark.parametrize("how", ["environment", "code"])
+def test_a_users_threading_layer_is_kept(how):
+    # workqueue: available everywhere, and never gbrank's own choice
+    choose = "import numba\nnumba.config.THREADING_LAYER = 'workqueue'\n" if how == "code" else ""
+    env = {"NUMBA_THREADING_LAYER": "workqueue"} if how == "environment" else None
+    out = run_python(choose + PRELUDE, env=env)
+    assert "layer workqueue " in out, out
+
+
+def test_threads_share_objectives_and_metrics():
+    """Concurrent kernel launches from several threads give the serial results."""
+    rng = np.random.default_rng(3)
+    sizes = np.full(400, 50)
+    y = rng.integers(0, 4, sizes.sum()).astype(float)
+    s = rng.normal(size=sizes.sum())
+    objective = gbrank.listmle_topk(k=10)
+
+    def work():
+        grad, hess = objective.grad_hess(y, s, sizes)
+        return grad, hess, gbrank.metrics.ndcg(y, s, sizes, k=10)
+
+    expected = work()
+    results, errors = [], []
+
+    def loop():
+        try:
+            for _ in range(5):
+                results.append(work())
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=loop) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=TIME_LIMIT)
+    assert not errors, errors
+    assert len(results) == 20
+    for grad, hess, value in results:
+        np.testing.assert_array_equal(grad, expected[0])
+        np.testing.assert_array_equal(hess, expected[1])
+        assert value == expected[2]
+    if TBB_EXPECTED and os.environ.get("NUMBA_THREADING_LAYER") is None:
+        assert numba.threading_layer() == "tbb"
