@@ -14,10 +14,16 @@ Subclasses supply the math through three methods over validated flat arrays and 
 offsets: ``_prepare`` (per-dataset work, cached), ``_grad_hess`` and ``_loss``. Nothing in a
 prepared state is written during an iteration, so one object can serve several trainings,
 sequential or concurrent.
+
+An objective is a value: its settings are fixed when it is built. Assigning or deleting an
+attribute the constructor set raises ``AttributeError`` (build a new objective instead), arrays
+and containers given to the constructor are copied, arrays read-only, so that what ``repr`` and
+a pickle say is what the object computes. Only the private per-dataset cache changes.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any
 
@@ -43,6 +49,55 @@ def _engine_of(obj: Any) -> str | None:
     return None
 
 
+# the private per-dataset cache and its lock: the only attributes that change after construction
+_MUTABLE = frozenset({"_cache", "_lock"})
+
+
+def _frozen_value(value: Any) -> Any:
+    """A copy of a constructor argument that the caller's references cannot change."""
+    if isinstance(value, np.ndarray):
+        value = value.copy()
+        value.flags.writeable = False
+        return value
+    if type(value) in (list, tuple):
+        return type(value)(_frozen_value(item) for item in value)
+    if type(value) is dict:
+        return {key: _frozen_value(item) for key, item in value.items()}
+    if isinstance(value, functools.partial):
+        return functools.partial(
+            value.func, *_frozen_value(value.args), **_frozen_value(value.keywords)
+        )
+    return value
+
+
+def _settings(state: dict) -> frozenset:
+    """Names that cannot change: everything the constructor set, but the cache."""
+    return frozenset(state) - _MUTABLE | {"_settings"}
+
+
+def _read_only(state: dict) -> None:
+    for value in state.values():
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
+
+
+def _freezing(init):
+    """Wrap a constructor: copy its arguments, and freeze the object when the outermost
+    constructor (the one of the object's own class) returns."""
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        outermost = type(self).__init__ is __init__
+        if outermost:
+            args, kwargs = _frozen_value(args), _frozen_value(kwargs)
+        init(self, *args, **kwargs)
+        if outermost:
+            _read_only(self.__dict__)
+            object.__setattr__(self, "_settings", _settings(self.__dict__))
+
+    return __init__
+
+
 class RankingObjective:
     """Base class of gbrank's ranking objectives.
 
@@ -61,12 +116,21 @@ class RankingObjective:
     Sample weights multiply each row's gradient and hessian, as LightGBM's built-in ranking
     objectives do. LightGBM gives one weight per row; XGBoost gives one weight per query,
     which is spread to the query's rows.
+
+    Objectives are values: after construction their settings cannot be assigned or deleted
+    (``AttributeError``), so a setting changed after a first call cannot be ignored by the
+    per-dataset cache. To train with other settings, build a new objective.
     """
 
     #: Name of the factory that builds this objective (used in ``repr``).
     factory: str = "objective"
     #: Whether adding a constant to a query's scores leaves the loss unchanged.
     shift_invariant: bool = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:
+            cls.__init__ = _freezing(cls.__dict__["__init__"])
 
     def __init__(self, *, hess_floor: float = 1e-6, hess_scale: float = 1.0) -> None:
         if not (np.isfinite(hess_floor) and hess_floor >= 0):
@@ -207,6 +271,27 @@ class RankingObjective:
         return grad, hess
 
     # ----------------------------------------------------------------- plumbing
+    def __setattr__(self, name: str, value: Any) -> None:
+        self._check_settable(name)
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        self._check_settable(name)
+        object.__delattr__(self, name)
+
+    def _check_settable(self, name: str) -> None:
+        settings = self.__dict__.get("_settings")
+        if settings is None or name in _MUTABLE:
+            return  # under construction, or the cache
+        if name in settings or not name.startswith("_"):
+            params = self._params()
+            example = f"{self.factory}({name}=...)" if name in params else f"{self.factory}(...)"
+            raise AttributeError(
+                f"cannot change {name!r} of {self!r}: a gbrank objective's settings are fixed when "
+                f"it is built (its per-dataset cache depends on them); build a new objective "
+                f"instead, e.g. {example}"
+            )
+
     def __getstate__(self):
         state = self.__dict__.copy()
         del state["_lock"]
@@ -215,8 +300,13 @@ class RankingObjective:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        _read_only(self.__dict__)
+        self.__dict__.setdefault("_settings", _settings(self.__dict__))
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         args = ", ".join(f"{key}={value!r}" for key, value in self._params().items())
         return f"{self.factory}({args})"
+
+
+RankingObjective.__init__ = _freezing(RankingObjective.__init__)  # type: ignore[method-assign]
