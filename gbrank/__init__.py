@@ -1,37 +1,29 @@
-"""gbrank: listwise and pairwise learning-to-rank losses for gradient-boosting engines."""
+"""gbrank: listwise and pairwise learning-to-rank losses for gradient-boosting engines.
 
-from . import datasets, metrics, objectives
+Every export is imported on first use (numba, scikit-learn and pandas load with the first
+objective, metric or estimator that needs them), so ``import gbrank`` is quick.
+"""
+
+from ._lazy import lazy_exports as _lazy_exports
 from ._version import __version__
-from .ndcg_boost_learner import NDCGBoost
-from .ranker import Ranker
-from .objectives import (
-    RankingObjective,
-    cosine,
-    listmle,
-    listmle_topk,
-    listnet,
-    ndcg_boost,
-    plackett_luce,
-    ranknet,
-    wlistmle,
-    wranknet,
-)
+from .objectives import registry as _registry
 
-__all__ = [
-    "NDCGBoost",
-    "Ranker",
-    "RankingObjective",
-    "__version__",
-    "cosine",
-    "datasets",
-    "listmle",
-    "listmle_topk",
-    "listnet",
-    "metrics",
-    "ndcg_boost",
-    "objectives",
-    "plackett_luce",
-    "ranknet",
-    "wlistmle",
-    "wranknet",
-]
+_FIXED = {
+    "NDCGBoost": "gbrank.ndcg_boost_learner:NDCGBoost",
+    "Ranker": "gbrank.ranker:Ranker",
+    "RankingObjective": "gbrank.objectives._base:RankingObjective",
+    "dask": "gbrank.dask",
+    "datasets": "gbrank.datasets",
+    "metrics": "gbrank.metrics",
+    "objectives": "gbrank.objectives",
+}
+
+
+def _exports() -> dict[str, str]:
+    return {**_FIXED, **_registry.exports()}
+
+
+__getattr__, __dir__ = _lazy_exports(__name__, _exports)
+
+# gbrank.dask needs the dask extra: it is an attribute, not part of ``from gbrank import *``.
+__all__ = sorted(["__version__", *(name for name in _exports() if name != "dask")])

@@ -3,17 +3,17 @@
 Every loader and generator returns a `RankingData` (``X``, ``y``, ``group``, ``qid``).
 """
 
-from ._container import RankingData
-from .letor import LetorFold, load_letor, load_letor_fold
-from .split import kfold_queries, split_queries
-from .synthetic import make_ranking
+from .._lazy import lazy_exports as _lazy_exports
 
-__all__ = [
-    "LetorFold",
-    "RankingData",
-    "kfold_queries",
-    "load_letor",
-    "load_letor_fold",
-    "make_ranking",
-    "split_queries",
-]
+_EXPORTS = {
+    "LetorFold": "gbrank.datasets.letor:LetorFold",
+    "RankingData": "gbrank.datasets._container:RankingData",
+    "kfold_queries": "gbrank.datasets.split:kfold_queries",
+    "load_letor": "gbrank.datasets.letor:load_letor",
+    "load_letor_fold": "gbrank.datasets.letor:load_letor_fold",
+    "make_ranking": "gbrank.datasets.synthetic:make_ranking",
+    "split_queries": "gbrank.datasets.split:split_queries",
+}
+
+__getattr__, __dir__ = _lazy_exports(__name__, lambda: _EXPORTS)
+__all__ = sorted(_EXPORTS)

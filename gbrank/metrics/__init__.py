@@ -6,29 +6,21 @@ The conventions (gain, discount, order of tied scores, value of a query without 
 documents, MAP's denominator) are keyword arguments whose defaults match LightGBM.
 """
 
-from .average_precision import mean_average_precision
-from .engine import (
-    EngineMetrics,
-    lgbm_ranker_metric,
-    lightgbm_feval,
-    make_metrics,
-    xgboost_metric,
-)
-from .err import err
-from .ndcg import ndcg
-from .precision import precision_at_k
-from .reciprocal_rank import mean_reciprocal_rank, mrr
+from .._lazy import lazy_exports as _lazy_exports
 
-__all__ = [
-    "EngineMetrics",
-    "err",
-    "lgbm_ranker_metric",
-    "lightgbm_feval",
-    "make_metrics",
-    "mean_average_precision",
-    "mean_reciprocal_rank",
-    "mrr",
-    "ndcg",
-    "precision_at_k",
-    "xgboost_metric",
-]
+_EXPORTS = {
+    "EngineMetrics": "gbrank.metrics.engine:EngineMetrics",
+    "err": "gbrank.metrics.err:err",
+    "lgbm_ranker_metric": "gbrank.metrics.engine:lgbm_ranker_metric",
+    "lightgbm_feval": "gbrank.metrics.engine:lightgbm_feval",
+    "make_metrics": "gbrank.metrics.engine:make_metrics",
+    "mean_average_precision": "gbrank.metrics.average_precision:mean_average_precision",
+    "mean_reciprocal_rank": "gbrank.metrics.reciprocal_rank:mean_reciprocal_rank",
+    "mrr": "gbrank.metrics.reciprocal_rank:mrr",
+    "ndcg": "gbrank.metrics.ndcg:ndcg",
+    "precision_at_k": "gbrank.metrics.precision:precision_at_k",
+    "xgboost_metric": "gbrank.metrics.engine:xgboost_metric",
+}
+
+__getattr__, __dir__ = _lazy_exports(__name__, lambda: _EXPORTS)
+__all__ = sorted(_EXPORTS)

@@ -1,21 +1,15 @@
-"""Ranking objectives: one module per loss, all sharing the protocol in ``_base``."""
+"""Ranking objectives: one module per loss, all sharing the protocol in ``_base``.
 
-from ._base import RankingObjective
-from .cosine import cosine
-from .listnet import listnet
-from .ndcg_boost import ndcg_boost
-from .plackett_luce import listmle, listmle_topk, plackett_luce, wlistmle
-from .ranknet import ranknet, wranknet
+The factories are listed in :mod:`.registry` and imported on first use.
+"""
 
-__all__ = [
-    "RankingObjective",
-    "cosine",
-    "listmle",
-    "listmle_topk",
-    "listnet",
-    "ndcg_boost",
-    "plackett_luce",
-    "ranknet",
-    "wlistmle",
-    "wranknet",
-]
+from .._lazy import lazy_exports as _lazy_exports
+from . import registry
+
+
+def _exports() -> dict[str, str]:
+    return {"RankingObjective": "gbrank.objectives._base:RankingObjective", **registry.exports()}
+
+
+__getattr__, __dir__ = _lazy_exports(__name__, _exports)
+__all__ = sorted(_exports())

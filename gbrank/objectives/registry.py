@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Callable, Literal
 
-__all__ = ["ObjectiveSpec", "get", "names", "register", "specs"]
+__all__ = ["ObjectiveSpec", "exports", "get", "names", "register", "specs"]
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,11 @@ def get(name: str) -> ObjectiveSpec:
 def names() -> tuple[str, ...]:
     """Registered factory names, in registration order."""
     return tuple(_REGISTRY)
+
+
+def exports() -> dict[str, str]:
+    """Factory name -> ``"module:name"``, the lazy exports of :mod:`gbrank` and :mod:`gbrank.objectives`."""
+    return {name: f"{spec.module}:{name}" for name, spec in _REGISTRY.items()}
 
 
 def specs() -> MappingProxyType:

@@ -1,0 +1,59 @@
+"""Lazy package exports (PEP 562): an exported name's module is imported on first access.
+
+``import gbrank`` then costs almost nothing: the numba kernels, scikit-learn and pandas are
+imported by the first use of what needs them, not by the package import.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import Callable, Mapping
+
+
+class _ExportingModule(types.ModuleType):
+    """A package whose exported functions keep their name when a submodule of that name loads.
+
+    Importing ``pkg.ndcg`` makes Python bind the submodule to the package attribute ``ndcg``;
+    where ``ndcg`` is an exported function of that submodule, the function is bound instead,
+    as an eager ``from .ndcg import ndcg`` in the package would have left it.
+    """
+
+    def __setattr__(self, name: str, value) -> None:
+        if (
+            isinstance(value, types.ModuleType)
+            and value.__name__ == f"{self.__name__}.{name}"
+            and self._gbrank_exports().get(name) == f"{value.__name__}:{name}"
+        ):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+def lazy_exports(
+    package: str, exports: Callable[[], Mapping[str, str]]
+) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
+    """Return ``(__getattr__, __dir__)`` for ``package``.
+
+    ``exports()`` maps every exported name to ``"module:attribute"`` (absolute module names),
+    or to a bare module name to export the module itself (``"datasets": "gbrank.datasets"``).
+    It is a callable so that exports read from a registry stay current.
+    """
+    module = sys.modules[package]
+    module.__class__ = _ExportingModule
+    module._gbrank_exports = exports
+
+    def __getattr__(name: str):
+        target = exports().get(name)
+        if target is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        module_name, _, attribute = target.partition(":")
+        imported = importlib.import_module(module_name)
+        value = getattr(imported, attribute) if attribute else imported
+        setattr(module, name, value)
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(vars(module)) | set(exports()))
+
+    return __getattr__, __dir__
