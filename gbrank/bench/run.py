@@ -89,7 +89,7 @@ class Results:
     datasets : list of dict
         ``name``, ``description``, ``n_folds``.
     methods : list of dict
-        ``name``, ``engine``, ``objective``, ``builtin``, ``available``, ``reason``.
+        ``name``, ``engine``, ``objective``, ``family``, ``builtin``, ``available``, ``reason``.
     baseline : str or None
         The method the significance tests compare against.
     runs : list of dict
@@ -158,7 +158,7 @@ class _Progress:
         elif self.mode == "lines":
             outcome = "failed" if ndcg is None else f"NDCG@10 {ndcg:.4f}"
             print(f"gbrank.bench [{self.done}/{self.total}] {key['dataset']} {key['fold']} seed {key['seed']} "
-                  f"{key['method']}: {outcome}, {seconds:.1f} s", file=sys.stderr, flush=True)
+                  f"{key['method']}: {outcome}, {seconds:.2f} s", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -231,7 +231,7 @@ def run_benchmark(
     for method in grid:
         reason = method.unavailable_reason()
         method_info.append(
-            {"name": method.name, "engine": method.engine, "objective": method.objective,
+            {"name": method.name, "engine": method.engine, "objective": method.objective, "family": method.family,
              "builtin": method.builtin, "available": reason is None, "reason": reason}
         )
         if reason is None:
