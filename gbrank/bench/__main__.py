@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import difflib
+import inspect
 import os
 import shlex
 import sys
@@ -10,7 +12,8 @@ import tempfile
 from pathlib import Path
 
 from ..objectives import registry
-from .data import DEFAULT_SYNTHETIC, parse_data
+from ..datasets import make_ranking
+from .data import _NAME, _SYNTHETIC_ALIASES, DEFAULT_SYNTHETIC, parse_data
 from .evaluate import CONVENTIONS
 from .methods import all_method_names, default_method_names, describe, group_names, parse_methods
 from .report import new_report_dir, write_report
@@ -177,6 +180,42 @@ def _list_methods() -> None:
     print(f"groups: {', '.join(group_names())}")
 
 
+_DATA_KINDS = ("synthetic", "letor", "table")
+
+
+def _closest(word: str, candidates) -> str | None:
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def _data_hint(spec: str) -> str:
+    """`` (did you mean ...?)`` for a misspelt data kind, synthetic option or file name."""
+    text = spec.strip()
+    match = _NAME.match(text)
+    prefix = ""
+    if match:
+        prefix, text = match.group(1) + "=", match.group(2)
+    kind, sep, rest = text.partition(":")
+    if sep and kind not in _DATA_KINDS and not Path(text).expanduser().exists():
+        close = _closest(kind, _DATA_KINDS)
+        if close is not None:
+            return f" (did you mean {prefix}{close}:{rest}?)"
+    if kind == "synthetic":
+        options = set(_SYNTHETIC_ALIASES) | set(inspect.signature(make_ranking).parameters)
+        for item in rest.split(","):
+            key = item.partition("=")[0].strip()
+            if key and key not in options:
+                close = _closest(key, options)
+                return f" (did you mean {close!r}?)" if close else ""
+        return ""
+    path = Path(rest if sep and kind in _DATA_KINDS else text).expanduser()
+    if not path.exists() and path.parent.is_dir():
+        close = _closest(path.name, [p.name for p in path.parent.iterdir()])
+        if close is not None:
+            return f" (did you mean {path.parent / close}?)"
+    return ""
+
+
 def _check_out(out: Path, force: bool) -> str | None:
     """Why the report cannot be written into ``out`` (created here if missing), or None."""
     if out.exists() and not out.is_dir():
@@ -234,7 +273,7 @@ def main(argv=None) -> int:
         try:
             datasets.append(parse_data(spec, folds=args.folds, qid_col=args.qid_col, label_col=args.label_col))
         except (ValueError, FileNotFoundError, OSError) as exc:
-            parser.error(f"argument --data: {exc}")
+            parser.error(f"argument --data: {exc}{_data_hint(spec)}")
     names = [d.name for d in datasets]
     if len(set(names)) != len(names):
         parser.error(f"argument --data: dataset names must be unique, got {names}; name them with NAME=SPEC")
