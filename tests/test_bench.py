@@ -23,7 +23,7 @@ from scipy import stats  # noqa: E402
 from gbrank.bench import Method, from_folds, parse_data, parse_methods, run_benchmark, write_report  # noqa: E402
 from gbrank.bench.__main__ import main  # noqa: E402
 from gbrank.bench.data import cv_folds  # noqa: E402
-from gbrank.bench.methods import DEFAULT_METHODS  # noqa: E402
+from gbrank.bench.methods import default_method_names  # noqa: E402
 from gbrank.bench.report import TABLE_COLUMNS  # noqa: E402
 from gbrank.bench.run import BenchConfig  # noqa: E402
 from gbrank.datasets import make_ranking  # noqa: E402
@@ -83,7 +83,7 @@ def _recompute(predictions: pd.DataFrame, **conventions) -> pd.DataFrame:
 # --------------------------------------------------------------------------- structure
 def test_report_files(report_dir):
     for name in ["report.md", "summary.csv", "folds.csv", "runs.csv", "per_query.csv", "predictions.csv.gz",
-                 "curves.csv", "significance.csv", "results.json",
+                 "curves.csv", "significance.csv", "results.json", "ndcg10_difference-synthetic.png",
                  "ndcg_at_k-synthetic.png", "validation_ndcg-synthetic.png"]:
         path = report_dir / name
         assert path.is_file() and path.stat().st_size > 0, name
@@ -103,7 +103,8 @@ def test_markdown_table(report_dir):
     names = [row.strip("|").split("|")[0].strip() for row in table]
     assert names == [parse_methods([m])[0].name + (" (baseline)" if m == "lgb:lambdarank" else "") for m in METHODS]
     assert "![ndcg_at_k-synthetic.png](ndcg_at_k-synthetic.png)" in text
-    assert "paired t-test" in text and "Wilcoxon" in text
+    assert "paired t-test" in text and "Wilcoxon" in text and "Holm" in text
+    assert text.split("\n## ")[1].startswith("Verdict"), "the report must open with its verdict"
 
 
 def test_json_and_csv_schema(report_dir, predictions):
@@ -170,19 +171,60 @@ def test_run_fold_and_summary_figures_equal_recomputation(report_dir, prediction
         assert shown == cells
 
 
+def _holm_by_definition(p):
+    """Holm's adjusted p-values straight from the definition: for the i-th smallest,
+    max over j <= i of min(1, (m - j + 1) p_(j))."""
+    p = np.asarray(p, dtype=float)
+    order = np.argsort(p)
+    m = p.size
+    out = np.empty(m)
+    for i in range(m):
+        out[order[i]] = max(min(1.0, (m - j) * p[order[j]]) for j in range(i + 1))
+    return out
+
+
 def test_significance_equals_recomputation(report_dir, predictions):
     recomputed = _recompute(predictions)
+    # a query's value is averaged over the seeds first: n is the number of queries, not runs
     per_query = recomputed.groupby(["method", "fold", "query"])["ndcg@10"].mean().unstack("method")
     stored = pd.read_csv(report_dir / "significance.csv").set_index("method")
     assert set(stored.index) == {parse_methods([m])[0].name for m in METHODS} - {"lgb:lambdarank"}
     base = per_query["lgb:lambdarank"].to_numpy()
+    t_p, w_p = [], []
     for method, row in stored.iterrows():
         other = per_query[method].to_numpy()
+        d = other - base
         assert row["n_queries"] == 36
-        assert row["mean_diff"] == pytest.approx(np.mean(other - base), abs=1e-12)
+        assert row["mean_diff"] == pytest.approx(np.mean(d), abs=1e-12)
+        assert row["method_mean"] == pytest.approx(np.mean(other), abs=1e-12)
         if np.any(other != base):
             assert row["t_pvalue"] == pytest.approx(stats.ttest_rel(other, base).pvalue, rel=1e-9)
             assert row["wilcoxon_pvalue"] == pytest.approx(stats.wilcoxon(other, base).pvalue, rel=1e-9)
+            half = stats.t.ppf(0.975, d.size - 1) * d.std(ddof=1) / np.sqrt(d.size)
+            assert row["ci_low"] == pytest.approx(d.mean() - half, abs=1e-12)
+            assert row["ci_high"] == pytest.approx(d.mean() + half, abs=1e-12)
+            # the interval is the t-test's: it excludes 0 exactly when p < 0.05
+            assert (row["ci_low"] > 0 or row["ci_high"] < 0) == (row["t_pvalue"] < 0.05)
+        t_p.append(row["t_pvalue"])
+        w_p.append(row["wilcoxon_pvalue"])
+    np.testing.assert_allclose(stored["t_pvalue_holm"], _holm_by_definition(t_p), rtol=1e-12)
+    np.testing.assert_allclose(stored["wilcoxon_pvalue_holm"], _holm_by_definition(w_p), rtol=1e-12)
+    assert (stored["significant"] == (stored["t_pvalue_holm"] < 0.05)).all()
+
+
+def test_verdict_names_the_best_method_with_its_interval(report_dir):
+    text = (report_dir / "report.md").read_text()
+    verdict = text.split("## Verdict")[1].split("\n## ")[0]
+    stored = pd.read_csv(report_dir / "significance.csv")
+    top = stored.loc[stored["mean_diff"].idxmax()]
+    if top["mean_diff"] > 0:
+        assert f"the best method is **{top['method']}**" in verdict
+        assert f"95% CI {top['ci_low']:+.4f} to {top['ci_high']:+.4f}" in verdict
+        assert ("not significant" in verdict) == (not top["significant"])
+    else:
+        assert "the baseline **lgb:lambdarank** has the best test NDCG@10" in verdict
+    assert f"Holm's correction over the {len(stored)} methods" in verdict
+    assert "averaged over the 2 seeds" in verdict
 
 
 def test_best_iteration_is_the_best_validation_score(report_dir):
@@ -261,8 +303,8 @@ def test_method_names():
     assert parse_methods("lgb:listnet(k=2, target=rank_log),xgb:rank:ndcg")[0].kwargs == {"k": 2, "target": "rank_log"}
     assert [m.name for m in parse_methods("xgb:rank:ndcg,lgb:listmle_topk( k = 3 )")] == [
         "xgb:rank:ndcg", "lgb:listmle_topk(k=3)"]
-    assert [m.name for m in parse_methods(["default"])] == list(DEFAULT_METHODS)
-    assert len(parse_methods("all")) > len(DEFAULT_METHODS)
+    assert [m.name for m in parse_methods(["default"])] == list(default_method_names())
+    assert len(parse_methods("all")) > len(default_method_names())
 
 
 def test_default_methods_are_all_available():

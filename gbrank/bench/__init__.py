@@ -24,7 +24,7 @@ specs and folds), :mod:`~gbrank.bench.train` (one training run), :mod:`~gbrank.b
 
 from .data import BenchData, Fold, from_folds, parse_data
 from .evaluate import CONVENTIONS, per_query_metrics
-from .methods import DEFAULT_METHODS, Method, all_method_names, parse_methods
+from .methods import Method, all_method_names, default_method_names, parse_methods
 from .report import new_report_dir, write_report
 from .run import BenchConfig, Results, run_benchmark
 from .stats import significance, summary
@@ -32,7 +32,6 @@ from .train import TreeParams
 
 __all__ = [
     "CONVENTIONS",
-    "DEFAULT_METHODS",
     "BenchConfig",
     "BenchData",
     "Fold",
@@ -40,6 +39,7 @@ __all__ = [
     "Results",
     "TreeParams",
     "all_method_names",
+    "default_method_names",
     "from_folds",
     "new_report_dir",
     "parse_data",

@@ -3,36 +3,59 @@
 from __future__ import annotations
 
 import argparse
+import difflib
+import inspect
+import os
 import shlex
 import sys
+import tempfile
 from pathlib import Path
 
-from .data import DEFAULT_SYNTHETIC, parse_data
+from ..objectives import registry
+from ..datasets import make_ranking
+from .data import _NAME, _SYNTHETIC_ALIASES, DEFAULT_SYNTHETIC, parse_data
 from .evaluate import CONVENTIONS
-from .methods import DEFAULT_METHODS, all_method_names, parse_methods
+from .methods import all_method_names, default_method_names, describe, group_names, parse_methods
 from .report import new_report_dir, write_report
-from .run import DEFAULT_BASELINE, BenchConfig, run_benchmark
+from .run import DEFAULT_BASELINE, DEFAULT_FOLDS, DEFAULT_SEEDS, PROGRESS_MODES, BenchConfig, run_benchmark
 from .train import TreeParams
 
 _SYNTHETIC_DEFAULT = "queries={n_queries},docs={docs_per_query},features={n_features},seed={seed}".format(**DEFAULT_SYNTHETIC)
-_EPILOG = f"""\
+
+
+def _epilog() -> str:
+    """The methods and data specs, with the gbrank objectives read from the registry."""
+    width = max(len(n) for n in registry.names())
+    objectives = []
+    for name in registry.names():
+        spec = registry.get(name)
+        line = f"    {name:<{width}}  {spec.family}: {spec.summary}"
+        if spec.examples[0]:
+            line += " [default " + ", ".join(f"{k}={v!r}" for k, v in spec.examples[0].items()) + "]"
+        objectives.append(line)
+    objectives = "\n".join(objectives)
+    return f"""\
 methods: <engine>:<objective>, comma-separated; engines lgb, xgb, native.
   built-ins: lgb:lambdarank, lgb:rank_xendcg, xgb:rank:ndcg, xgb:rank:pairwise
-  gbrank objectives (in lgb or xgb): listmle, listmle_topk, wlistmle, ranknet, wranknet,
-    listnet, cosine, ndcg_boost, plackett_luce; factory arguments in parentheses, e.g.
-    lgb:listmle_topk(k=3) or "lgb:listnet(k=2, target=rank_log)"
+  gbrank objectives (in lgb or xgb, e.g. lgb:listmle or xgb:listmle):
+{objectives}
+    factory arguments in parentheses override the defaults, e.g. lgb:listmle_topk(k=3)
+    or "lgb:listnet(k=2, target=rank_log)"
   native:ndcgboost: the stump-boosting NDCG_Boost
-  groups: default ({len(DEFAULT_METHODS)} methods), all (every objective in both engines), builtins
+  groups: default ({len(default_method_names())} methods), all ({len(all_method_names())}: every objective in
+    both engines), builtins; --list-methods shows each with its family
 
 data: synthetic[:queries=N,docs=N,features=N,seed=N,...] (default: synthetic:{_SYNTHETIC_DEFAULT}),
-  letor:DIR (Fold1..FoldN), letor:FILE, table:FILE (.parquet/.csv/... with qid and label
-  columns), or a bare path; NAME=SPEC names it in the report.
+  letor:DIR (its Fold1..FoldN, or DIR itself as one train/vali/test split), letor:FILE,
+  table:FILE (.parquet/.csv/... with qid and label columns), or a bare path; NAME=SPEC names
+  it in the report.
 
 examples:
   python -m gbrank.bench
   python -m gbrank.bench --methods all --rounds 500
   python -m gbrank.bench --data ohsumed=letor:../shared/data/letor3_ohsumed/QueryLevelNorm \\
       --methods lgb:lambdarank,lgb:listmle_topk,lgb:wlistmle --conventions letor --seeds 0,1,2
+  python -m gbrank.bench --data letor:../shared/data/letor4_mq2008/Fold1 --methods lgb:lambdarank,lgb:listmle
 """
 
 
@@ -94,21 +117,23 @@ def build_parser() -> argparse.ArgumentParser:
         prog="gbrank",
         description="Benchmark gbrank's ranking objectives against LightGBM's and XGBoost's "
         "built-in rankers with k-fold cross-validation, and write a report.",
-        epilog=_EPILOG,
+        epilog=_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--data", action="append", metavar="SPEC",
                         help="dataset spec, repeatable (default: synthetic)")
     parser.add_argument("--methods", default="default", metavar="LIST",
                         help="comma-separated methods or groups (default: default)")
-    parser.add_argument("--folds", type=_positive_int, default=5, metavar="N",
-                        help="folds per dataset, at least 2 (default: 5)")
+    parser.add_argument("--folds", type=_positive_int, default=DEFAULT_FOLDS, metavar="N",
+                        help="cross-validation folds per dataset, at least 2; a LETOR directory with "
+                        f"Fold1..FoldN uses the first N (default: {DEFAULT_FOLDS})")
     parser.add_argument("--rounds", type=_positive_int, default=300, metavar="N",
                         help="maximum boosting iterations (default: 300)")
     parser.add_argument("--early-stopping", type=_non_negative_int, default=30, metavar="N",
                         help="stop after N iterations without a better validation NDCG@10; 0: never (default: 30)")
-    parser.add_argument("--seeds", type=_seeds, default=(0,), metavar="LIST",
-                        help="comma-separated seeds, one run per seed (default: 0)")
+    parser.add_argument("--seeds", type=_seeds, default=DEFAULT_SEEDS, metavar="LIST",
+                        help="comma-separated seeds, one run per seed; a query's figures are averaged "
+                        f"over the seeds (default: {','.join(map(str, DEFAULT_SEEDS))})")
     parser.add_argument("--baseline", metavar="METHOD",
                         help=f"method the significance tests compare against (default: {DEFAULT_BASELINE} "
                         "if it is run, else the first method)")
@@ -136,16 +161,79 @@ def build_parser() -> argparse.ArgumentParser:
     tables = parser.add_argument_group("tables")
     tables.add_argument("--qid-col", default="qid", metavar="NAME", help="query-id column (default: qid)")
     tables.add_argument("--label-col", default="label", metavar="NAME", help="label column (default: label)")
+    parser.add_argument("--progress", choices=PROGRESS_MODES, default="auto",
+                        help="bar: a progress bar; lines: one line per finished run on stderr; auto: "
+                        "the bar on a terminal, lines otherwise (default: auto)")
     parser.add_argument("--list-methods", action="store_true",
                         help="list every method and whether it can run here, then exit")
     return parser
 
 
 def _list_methods() -> None:
-    for method in parse_methods(all_method_names()):
+    default = set(default_method_names())
+    methods = parse_methods(all_method_names())
+    width = max(len(m.name) for m in methods) + len(" (default)")
+    for method in methods:
         reason = method.unavailable_reason()
-        default = " (default)" if method.name in DEFAULT_METHODS else ""
-        print(f"{method.name}{default}" + ("" if reason is None else f"  [unavailable: {reason}]"))
+        name = method.name + (" (default)" if method.name in default else "")
+        print(f"{name:<{width}}  {describe(method)}" + ("" if reason is None else f"  [unavailable: {reason}]"))
+    print(f"groups: {', '.join(group_names())}")
+
+
+_DATA_KINDS = ("synthetic", "letor", "table")
+
+
+def _closest(word: str, candidates) -> str | None:
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def _data_hint(spec: str) -> str:
+    """`` (did you mean ...?)`` for a misspelt data kind, synthetic option or file name."""
+    text = spec.strip()
+    match = _NAME.match(text)
+    prefix = ""
+    if match:
+        prefix, text = match.group(1) + "=", match.group(2)
+    kind, sep, rest = text.partition(":")
+    if sep and kind not in _DATA_KINDS and not Path(text).expanduser().exists():
+        close = _closest(kind, _DATA_KINDS)
+        if close is not None:
+            return f" (did you mean {prefix}{close}:{rest}?)"
+    if kind == "synthetic":
+        options = set(_SYNTHETIC_ALIASES) | set(inspect.signature(make_ranking).parameters)
+        for item in rest.split(","):
+            key = item.partition("=")[0].strip()
+            if key and key not in options:
+                close = _closest(key, options)
+                return f" (did you mean {close!r}?)" if close else ""
+        return ""
+    path = Path(rest if sep and kind in _DATA_KINDS else text).expanduser()
+    if not path.exists() and path.parent.is_dir():
+        close = _closest(path.name, [p.name for p in path.parent.iterdir()])
+        if close is not None:
+            return f" (did you mean {path.parent / close}?)"
+    return ""
+
+
+def _check_out(out: Path, force: bool) -> str | None:
+    """Why the report cannot be written into ``out`` (created here if missing), or None."""
+    if out.exists() and not out.is_dir():
+        return f"{out} exists and is not a directory"
+    if out.is_dir() and any(out.iterdir()) and not force:
+        return f"{out} exists and is not an empty directory (use --force to write into it)"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"cannot create the report directory {out}: {exc.strerror or exc}"
+    try:
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as exc:
+        return f"cannot write into the report directory {out}: {exc.strerror or exc}"
+    if not os.access(out, os.W_OK | os.X_OK):
+        return f"cannot write into the report directory {out}: permission denied"
+    return None
 
 
 def main(argv=None) -> int:
@@ -185,14 +273,16 @@ def main(argv=None) -> int:
         try:
             datasets.append(parse_data(spec, folds=args.folds, qid_col=args.qid_col, label_col=args.label_col))
         except (ValueError, FileNotFoundError, OSError) as exc:
-            parser.error(f"argument --data: {exc}")
+            parser.error(f"argument --data: {exc}{_data_hint(spec)}")
     names = [d.name for d in datasets]
     if len(set(names)) != len(names):
         parser.error(f"argument --data: dataset names must be unique, got {names}; name them with NAME=SPEC")
 
+    # before any training: a report that cannot be written would lose every run
     out = Path(args.out) if args.out else new_report_dir()
-    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not args.force)):
-        parser.error(f"argument --out: {out} exists and is not an empty directory (use --force to write into it)")
+    problem = _check_out(out, args.force)
+    if problem is not None:
+        parser.error(f"argument --out: {problem}")
 
     config = BenchConfig(
         rounds=args.rounds,
@@ -208,7 +298,8 @@ def main(argv=None) -> int:
         ),
         conventions=args.conventions,
     )
-    results = run_benchmark(datasets, methods, folds=args.folds, config=config, baseline=baseline)
+    results = run_benchmark(datasets, methods, folds=args.folds, config=config, baseline=baseline,
+                            progress=args.progress)
     command = "python -m gbrank.bench " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
     report = write_report(results, out, command=command.strip())
     failed = [r for r in results.runs if r["status"] != "ok"]

@@ -7,7 +7,9 @@ Specs (``--data``)
     e.g. ``noise=0.5``), then cross-validated by query.
 ``letor:DIR``
     A LETOR directory holding ``Fold1`` ... ``Fold5``, each with train, validation and test
-    files (:func:`gbrank.datasets.load_letor_fold`); ``--folds N`` uses the first N.
+    files (:func:`gbrank.datasets.load_letor_fold`); ``--folds N`` uses the first N. A
+    directory holding the train, validation and test files itself (one fold, e.g.
+    ``letor:MQ2008/Fold1``) is one split.
 ``letor:FILE``
     One LETOR/SVMlight file, cross-validated by query.
 ``table:FILE``
@@ -193,8 +195,17 @@ def _fold_dirs(root: Path) -> list[Path]:
     return [path for _, path in sorted(found)]
 
 
+def _letor_split(name: str, root: Path) -> BenchData:
+    train, valid, test = load_letor_fold(root.parent, root.name)
+    fold = Fold(name=root.name, train=train, valid=valid, test=test)
+    return BenchData(name=name, description=f"LETOR fold {root} as one split (train/vali/test as given)",
+                     n_folds=1, _load=[fold].__getitem__)
+
+
 def _letor_dir(name: str, root: Path, n_folds: int) -> BenchData:
     dirs = _fold_dirs(root)
+    if not dirs and any(p.name.startswith("train") for p in root.iterdir()):
+        return _letor_split(name, root)
     if not dirs:
         raise ValueError(f"{root} holds no Fold1, Fold2, ... directories")
     if n_folds > len(dirs):

@@ -4,36 +4,48 @@ Names
 -----
 ``lgb:<objective>``
     LightGBM with a built-in ranking objective (``lambdarank``, ``rank_xendcg``) or a gbrank
-    objective (``listmle``, ``listmle_topk``, ``wlistmle``, ``ranknet``, ``wranknet``,
-    ``listnet``, ``cosine``, ``ndcg_boost``, ``plackett_luce``).
+    objective: any name in :mod:`gbrank.objectives.registry`.
 ``xgb:<objective>``
     XGBoost with a built-in (``rank:ndcg``, ``rank:pairwise``) or a gbrank objective.
 ``native:ndcgboost``
     gbrank's stump-boosting NDCG_Boost (the paper's Algorithm 1).
 
-A gbrank objective takes keyword arguments for its factory in parentheses, e.g.
-``lgb:listmle_topk(k=3)`` or ``lgb:listnet(k=2, target=rank_log)``; a bare word is read as
-a string. ``native:ndcgboost(sample=True)`` passes arguments to the estimator.
+The gbrank objectives, their families and their default settings come from the registry: a
+method that names no arguments builds the objective of the registry entry's first example
+(``lgb:plackett_luce`` uses the position weights given there), and arguments in parentheses
+override it, e.g. ``lgb:listmle_topk(k=3)`` or ``lgb:listnet(k=2, target=rank_log)``; a bare
+word is read as a string. ``native:ndcgboost(sample=True)`` passes arguments to the estimator.
+
+Seeds. A run's seed goes to the engine, to the native estimator's ``random_state`` and to a
+gbrank objective whose default build has a ``seed`` setting (the objectives that break ties
+or sample at random keep it as their ``seed`` attribute), unless the method name sets it.
 
 A method whose objective cannot be imported (an engine that is not installed, a gbrank
-objective that is missing) is *unavailable*: the harness reports it and runs the others.
+objective that is not registered) is *unavailable*: the harness reports it and runs the others.
 """
 
 from __future__ import annotations
 
 import ast
+import difflib
 import importlib
-import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..objectives import registry
+
 __all__ = [
-    "DEFAULT_METHODS",
+    "BUILTIN_FAMILY",
     "ENGINES",
+    "NATIVE_FAMILY",
     "Method",
     "all_method_names",
+    "default_method_names",
+    "describe",
+    "group_names",
     "parse_method",
     "parse_methods",
+    "suggest",
 ]
 
 #: Short engine prefixes and the engine each names.
@@ -42,51 +54,66 @@ _BUILTINS = {
     "lightgbm": ("lambdarank", "rank_xendcg"),
     "xgboost": ("rank:ndcg", "rank:pairwise"),
 }
+_BUILTIN_SUMMARIES = {
+    "lambdarank": "LightGBM's LambdaRank (NDCG-weighted pairwise)",
+    "rank_xendcg": "LightGBM's XE-NDCG (cross-entropy over a sampled target distribution)",
+    "rank:ndcg": "XGBoost's LambdaMART with NDCG pair weights",
+    "rank:pairwise": "XGBoost's pairwise logistic loss (RankNet)",
+}
 _NATIVE = ("ndcgboost",)
-# gbrank objective factories, in the order of the papers; plackett_luce needs an argument
-# and is left out of the groups below.
-_GBRANK = (
-    "listmle",
-    "listmle_topk",
-    "wlistmle",
-    "ranknet",
-    "wranknet",
-    "listnet",
-    "cosine",
-    "ndcg_boost",
-)
-_NEEDS_ARGUMENTS = ("plackett_luce",)
+#: Family of the engines' built-in objectives and of the native estimator in reports and plots.
+BUILTIN_FAMILY = "built-in"
+NATIVE_FAMILY = "native"
+#: gbrank objectives that ``python -m gbrank.bench`` also runs in XGBoost by default.
+_DEFAULT_XGBOOST = ("listmle_topk",)
 
-#: What ``python -m gbrank.bench`` runs without ``--methods``: both engines' built-ins, the
-#: gbrank objectives in LightGBM, top-k ListMLE in XGBoost and the native NDCG_Boost.
-DEFAULT_METHODS = (
-    "lgb:lambdarank",
-    "lgb:rank_xendcg",
-    "xgb:rank:ndcg",
-    "xgb:rank:pairwise",
-    *(f"lgb:{name}" for name in _GBRANK),
-    "xgb:listmle_topk",
-    "native:ndcgboost",
-)
+
+def _gbrank_names() -> tuple[str, ...]:
+    return registry.names()
+
+
+def default_method_names() -> tuple[str, ...]:
+    """What ``python -m gbrank.bench`` runs without ``--methods``: both engines' built-ins,
+    every registered gbrank objective marked ``in_default_bench`` in LightGBM, top-k ListMLE
+    in XGBoost and the native NDCG_Boost."""
+    in_default = [n for n in _gbrank_names() if registry.get(n).in_default_bench]
+    return (
+        *(f"lgb:{o}" for o in _BUILTINS["lightgbm"]),
+        *(f"xgb:{o}" for o in _BUILTINS["xgboost"]),
+        *(f"lgb:{n}" for n in in_default),
+        *(f"xgb:{n}" for n in _DEFAULT_XGBOOST if n in in_default),
+        *(f"native:{o}" for o in _NATIVE),
+    )
 
 
 def all_method_names() -> tuple[str, ...]:
-    """Every built-in and gbrank objective in every engine (the full grid)."""
+    """Every built-in and registered gbrank objective in every engine (the full grid)."""
     names = [f"lgb:{o}" for o in _BUILTINS["lightgbm"]]
     names += [f"xgb:{o}" for o in _BUILTINS["xgboost"]]
-    names += [f"lgb:{o}" for o in _GBRANK]
-    names += [f"xgb:{o}" for o in _GBRANK]
+    names += [f"lgb:{o}" for o in _gbrank_names()]
+    names += [f"xgb:{o}" for o in _gbrank_names()]
     names += [f"native:{o}" for o in _NATIVE]
     return tuple(names)
 
 
 _GROUPS = {
-    "default": lambda: DEFAULT_METHODS,
+    "default": default_method_names,
     "all": all_method_names,
     "builtins": lambda: tuple(
         f"{prefix}:{o}" for prefix, engine in (("lgb", "lightgbm"), ("xgb", "xgboost")) for o in _BUILTINS[engine]
     ),
 }
+
+
+def group_names() -> tuple[str, ...]:
+    """The names that expand to several methods (``default``, ``all``, ``builtins``)."""
+    return tuple(_GROUPS)
+
+
+def suggest(word: str, candidates) -> str:
+    """`` (did you mean 'X'?)`` for the closest candidate (difflib), else ``""``."""
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 @dataclass(frozen=True)
@@ -103,7 +130,7 @@ class Method:
     builtin : bool
         Whether the engine's own objective is used.
     kwargs : dict
-        Arguments of the gbrank factory (or of the native estimator).
+        Arguments given in the name, over the registry's defaults (or of the native estimator).
     """
 
     name: str
@@ -112,14 +139,38 @@ class Method:
     builtin: bool
     kwargs: dict = field(default_factory=dict)
 
+    @property
+    def family(self) -> str:
+        """The loss family for grouping in reports and plots: the registry's ``family`` of a
+        gbrank objective, ``"built-in"`` or ``"native"``."""
+        if self.builtin:
+            return BUILTIN_FAMILY
+        if self.engine == "native":
+            return NATIVE_FAMILY
+        spec = registry.specs().get(self.objective)
+        return spec.family if spec is not None else "other"
+
+    def settings(self) -> dict:
+        """The factory's keyword arguments: the registry's first example, then the name's."""
+        if self.builtin or self.engine == "native":
+            return dict(self.kwargs)
+        return {**self._spec().examples[0], **self.kwargs}
+
+    def _spec(self) -> registry.ObjectiveSpec:
+        try:
+            return registry.get(self.objective)
+        except KeyError as exc:
+            raise ImportError(f"gbrank.{self.objective} is not available: {exc.args[0]}") from None
+
     def factory(self):
         """The gbrank factory or estimator class; raises ImportError when unavailable."""
-        package = importlib.import_module("gbrank")
-        name = "NDCGBoost" if self.engine == "native" else self.objective
+        if self.engine == "native":
+            return importlib.import_module("gbrank").NDCGBoost
+        spec = self._spec()
         try:
-            return getattr(package, name)
+            return spec.factory()
         except (AttributeError, ImportError) as exc:
-            raise ImportError(f"gbrank.{name} is not available: {exc}") from exc
+            raise ImportError(f"gbrank.{self.objective} is not available: {exc}") from exc
 
     def unavailable_reason(self) -> str | None:
         """Why the method cannot run here (engine or objective missing), or None."""
@@ -139,23 +190,36 @@ class Method:
     def build(self, seed: int = 0) -> Any:
         """A fresh objective (or native estimator) for one run; a string for built-ins.
 
-        ``seed`` goes to factories that take one (tie breaking, sampling) unless the method
-        name sets it.
+        ``seed`` goes to the native estimator's ``random_state`` and to a gbrank objective
+        that has a ``seed`` setting, unless the method name sets it.
         """
         if self.builtin:
             return self.objective
         factory = self.factory()
-        kwargs = dict(self.kwargs)
+        kwargs = self.settings()
         if self.engine == "native":
             kwargs.setdefault("random_state", seed)
-        elif _accepts(factory, "seed"):
-            kwargs.setdefault("seed", seed)
-        return factory(**kwargs)
+            return factory(**kwargs)
+        objective = factory(**kwargs)
+        if "seed" not in kwargs and hasattr(objective, "seed"):
+            objective = factory(**kwargs, seed=seed)
+        return objective
 
 
-def _accepts(func, name: str) -> bool:
-    params = inspect.signature(func).parameters
-    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+def describe(method: Method) -> str:
+    """One line about a method: its family and summary, and the defaults it runs with."""
+    if method.builtin:
+        return f"{BUILTIN_FAMILY}: {_BUILTIN_SUMMARIES.get(method.objective, method.objective)}"
+    if method.engine == "native":
+        return f"{NATIVE_FAMILY}: NDCG_Boost with decision stumps (Valizadegan et al. 2009, Algorithm 1)"
+    spec = registry.specs().get(method.objective)
+    if spec is None:
+        return "not a registered objective"
+    text = f"{spec.family}: {spec.summary}"
+    settings = method.settings()
+    if settings:
+        text += " [" + ", ".join(f"{k}={_format_value(v)}" for k, v in settings.items()) + "]"
+    return text
 
 
 def _format_value(value) -> str:
@@ -194,8 +258,8 @@ def parse_method(spec: str) -> Method:
     Raises
     ------
     ValueError
-        For an unknown engine or objective, or malformed arguments; the message lists the
-        known names.
+        For an unknown engine or objective, or malformed arguments; the message suggests
+        the closest known name and lists the known ones.
     """
     text = spec.strip()
     arguments = ""
@@ -206,26 +270,28 @@ def parse_method(spec: str) -> Method:
     prefix, sep, objective = text.partition(":")
     if not sep or prefix not in ENGINES:
         raise ValueError(
-            f"unknown method {spec!r}: a method is <engine>:<objective> with engine one of "
-            f"{', '.join(ENGINES)}; known methods: {', '.join(all_method_names())}"
+            f"unknown method {spec!r}{suggest(text, all_method_names() + group_names())}: a method is "
+            f"<engine>:<objective> with engine one of {', '.join(ENGINES)}, or a group "
+            f"({', '.join(group_names())}); known methods: {', '.join(all_method_names())}"
         )
     engine = ENGINES[prefix]
     kwargs = _parse_arguments(arguments, spec) if arguments.strip() else {}
     if engine == "native":
         if objective not in _NATIVE:
-            raise ValueError(f"unknown method {spec!r}: the native engine has {', '.join(_NATIVE)}")
+            raise ValueError(
+                f"unknown method {spec!r}{suggest(text, [f'native:{o}' for o in _NATIVE])}: the native engine has {', '.join(_NATIVE)}"
+            )
         builtin = False
     elif objective in _BUILTINS[engine]:
         if kwargs:
             raise ValueError(f"method {spec!r}: built-in objectives take no arguments here")
         builtin = True
-    elif objective in _GBRANK + _NEEDS_ARGUMENTS:
+    elif objective in _gbrank_names():
         builtin = False
     else:
-        known = _BUILTINS[engine] + _GBRANK + _NEEDS_ARGUMENTS
-        raise ValueError(
-            f"unknown method {spec!r}: {prefix} objectives are {', '.join(known)}"
-        )
+        known = _BUILTINS[engine] + _gbrank_names()
+        hint = suggest(text, [f"{prefix}:{o}" for o in known])
+        raise ValueError(f"unknown method {spec!r}{hint}: {prefix} objectives are {', '.join(known)}")
     name = f"{prefix}:{objective}"
     if kwargs:
         name += "(" + ", ".join(f"{k}={_format_value(v)}" for k, v in kwargs.items()) + ")"

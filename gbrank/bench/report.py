@@ -3,9 +3,11 @@
 Files
 -----
 ``report.md``
-    Settings, one table per dataset (NDCG@1/3/5/10, MAP@10 as mean ± std over folds,
-    training time, objective time per iteration, best iteration, and the paired tests
-    against the baseline), NDCG@1..10 means, plots, methods that did not run.
+    The verdict (per dataset: the best method, its difference to the baseline with a 95%
+    interval, and whether it is significant after Holm's correction), settings, one table
+    per dataset (NDCG@1/3/5/10, MAP@10 as mean ± std over folds, training time, objective
+    time per iteration, best iteration, and the paired tests against the baseline with raw
+    and Holm-adjusted p-values), NDCG@1..10 means, plots, methods that did not run.
 ``summary.csv``
     Per dataset and method: ``<figure>_mean``, ``<figure>_std`` over folds, ``n_folds``.
 ``folds.csv``
@@ -22,12 +24,16 @@ Files
 ``curves.csv``
     Validation metric after each iteration: ``dataset, fold, seed, method, iteration, value``.
 ``significance.csv``
-    The paired tests (:mod:`gbrank.bench.stats`).
+    The paired tests with intervals and Holm-adjusted p-values (:mod:`gbrank.bench.stats`).
 ``results.json``
     ``config``, ``versions``, ``datasets``, ``methods``, ``baseline``, ``runs`` (with the
     validation curves), ``summary`` and ``significance``.
+``ndcg10_difference-<dataset>.png``
+    Every method's test NDCG@10 minus the baseline's with its 95% interval, coloured by
+    family, significant differences (after Holm's correction) filled.
 ``ndcg_at_k-<dataset>.png``, ``validation_ndcg-<dataset>.png``
-    The plots.
+    NDCG@1..10 minus the baseline's with 95% bands, and the validation NDCG per iteration,
+    one panel per family.
 """
 
 from __future__ import annotations
@@ -43,16 +49,17 @@ import numpy as np
 import pandas as pd
 
 from .evaluate import MAP_CUTOFF, NDCG_CUTOFFS
-from .plots import plot_ndcg_at_k, plot_validation_curves, slug
+from .plots import plot_differences, plot_ndcg_at_k, plot_validation_curves, slug
 from .run import Results
-from .stats import FIGURES, fold_table, significance, summary
+from .stats import ALPHA, FIGURES, difference_curves, fold_table, significance, summary
 
-__all__ = ["TABLE_COLUMNS", "markdown_table", "new_report_dir", "write_report"]
+__all__ = ["TABLE_COLUMNS", "markdown_table", "new_report_dir", "verdict", "write_report"]
 
 #: Columns of each dataset's table in report.md.
 TABLE_COLUMNS = [
     "method", "NDCG@1", "NDCG@3", "NDCG@5", "NDCG@10", f"MAP@{MAP_CUTOFF}",
-    "train s", "objective ms/iter", "best iter", "ΔNDCG@10", "p (t-test)", "p (Wilcoxon)",
+    "train s", "objective ms/iter", "best iter", "ΔNDCG@10 [95% CI]",
+    "p (t)", "p (t, Holm)", "p (Wilcoxon)", "p (Wilcoxon, Holm)",
 ]
 _QUALITY = {"NDCG@1": "ndcg@1", "NDCG@3": "ndcg@3", "NDCG@5": "ndcg@5", "NDCG@10": "ndcg@10",
             f"MAP@{MAP_CUTOFF}": f"map@{MAP_CUTOFF}"}
@@ -94,6 +101,49 @@ def _pvalue(p) -> str:
     return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
+def _interval(row) -> str:
+    if row["ci_low"] is None or math.isnan(row["ci_low"]):
+        return f"{row['mean_diff']:+.4f}"
+    return f"{row['mean_diff']:+.4f} [{row['ci_low']:+.4f}, {row['ci_high']:+.4f}]"
+
+
+def _pvalue_text(p) -> str:
+    if p is None or (isinstance(p, float) and math.isnan(p)):
+        return "p not available"
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+
+
+def verdict(sig: pd.DataFrame, dataset: str, baseline: str | None, n_seeds: int) -> str:
+    """A few sentences on ``dataset``: the best method by mean test NDCG@10 over the queries,
+    its difference to the baseline with the 95% interval, and whether that difference is
+    significant after Holm's correction over all methods compared."""
+    rows = sig[sig["dataset"] == dataset] if not sig.empty else sig
+    if baseline is None or rows.empty:
+        return f"**{dataset}**: no comparison with a baseline (fewer than two methods ran)."
+    m = len(rows)
+    per_seed = f", each query's NDCG@10 averaged over the {n_seeds} seeds" if n_seeds > 1 else ""
+    how = (f"Paired over the {int(rows['n_queries'].max())} test queries{per_seed}; 95% t interval; "
+           f"Holm's correction over the {m} method{'s' if m > 1 else ''} compared with the baseline.")
+    better = rows[rows["significant"] & (rows["mean_diff"] > 0)]["method"].tolist()
+    worse = rows[rows["significant"] & (rows["mean_diff"] < 0)]["method"].tolist()
+    top = rows.loc[rows["mean_diff"].idxmax()]
+    if top["mean_diff"] > 0:
+        text = (f"**{dataset}**: the best method is **{top['method']}**, test NDCG@10 {top['method_mean']:.4f}, "
+                f"{top['mean_diff']:+.4f} against the baseline {baseline} ({top['baseline_mean']:.4f}; 95% CI "
+                f"{top['ci_low']:+.4f} to {top['ci_high']:+.4f}), {_pvalue_text(top['t_pvalue'])}, Holm-adjusted "
+                f"{_pvalue_text(top['t_pvalue_holm'])}: ")
+        text += ("significant at the 5% level." if top["significant"] else
+                 "not significant at the 5% level, so these data do not tell it from the baseline.")
+    else:
+        text = (f"**{dataset}**: the baseline **{baseline}** has the best test NDCG@10 ({top['baseline_mean']:.4f}); "
+                f"the runner-up {top['method']} is {top['mean_diff']:+.4f} (95% CI {top['ci_low']:+.4f} to "
+                f"{top['ci_high']:+.4f}), Holm-adjusted {_pvalue_text(top['t_pvalue_holm'])}.")
+    text += (" After the correction, " + (f"better than the baseline: {', '.join(better)}; " if better else
+             "no method is significantly better than the baseline; ")
+             + (f"worse: {', '.join(worse)}." if worse else "none is significantly worse."))
+    return f"{text} {how}"
+
+
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     """A GitHub-flavoured markdown table; columns after the first are right-aligned."""
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
@@ -119,10 +169,12 @@ def _dataset_table(summ: pd.DataFrame, sig: pd.DataFrame, dataset: str, methods:
         cells.append(_mean_std(row["objective_ms_per_iter_mean"], row["objective_ms_per_iter_std"], 2))
         cells.append(_mean_std(row["best_iteration_mean"], row["best_iteration_std"], 0))
         if method == baseline or sig.empty or method not in sig.index:
-            cells += ["—", "—", "—"]
+            cells += ["—"] * 5
         else:
             s = sig.loc[method]
-            cells += [f"{s['mean_diff']:+.4f}", _pvalue(s["t_pvalue"]), _pvalue(s["wilcoxon_pvalue"])]
+            holm_t = _pvalue(s["t_pvalue_holm"])
+            cells += [_interval(s), _pvalue(s["t_pvalue"]), f"**{holm_t}**" if s["significant"] else holm_t,
+                      _pvalue(s["wilcoxon_pvalue"]), _pvalue(s["wilcoxon_pvalue_holm"])]
         rows.append(cells)
     return markdown_table(TABLE_COLUMNS, rows)
 
@@ -179,17 +231,20 @@ def write_report(results: Results, out: str | Path, *, command: str | None = Non
     ]
     pd.DataFrame(curves, columns=["dataset", "fold", "seed", "method", "iteration", "value"]).to_csv(out / "curves.csv", index=False)
 
+    families = {m["name"]: m.get("family", "other") for m in results.methods}
     plots = {}
     for dataset in results.datasets:
         name = dataset["name"]
         ok = [m for m in methods if m in set(summ.loc[summ["dataset"] == name, "method"])]
         if not ok:
             continue
-        ndcg_png = plot_ndcg_at_k(summ, name, ok, results.baseline, out / f"ndcg_at_k-{slug(name)}.png",
-                                  title=f"{name}: test NDCG@k, mean over folds")
-        curve_png = plot_validation_curves(results.runs, name, ok, results.baseline, metric_name,
+        diff_png = plot_differences(sig, name, families, out / f"ndcg10_difference-{slug(name)}.png", alpha=ALPHA)
+        curves_k = difference_curves(results.per_query, name, results.baseline) if results.baseline else None
+        ndcg_png = plot_ndcg_at_k(curves_k, sig, name, ok, families, results.baseline,
+                                  out / f"ndcg_at_k-{slug(name)}.png")
+        curve_png = plot_validation_curves(results.runs, name, ok, families, results.baseline, metric_name,
                                            out / f"validation_ndcg-{slug(name)}.png")
-        plots[name] = [p.name for p in (ndcg_png, curve_png) if p is not None]
+        plots[name] = [p.name for p in (diff_png, ndcg_png, curve_png) if p is not None]
 
     versions = _versions()
     document = {
@@ -210,7 +265,9 @@ def write_report(results: Results, out: str | Path, *, command: str | None = Non
 
     cfg = results.config
     params = cfg["params"]
-    lines = [f"# {title}", ""]
+    lines = [f"# {title}", "", "## Verdict", ""]
+    for dataset in results.datasets:
+        lines += [verdict(sig, dataset["name"], results.baseline, len(cfg["seeds"])), ""]
     if command:
         lines += ["Command:", "", "```", command, "```", ""]
     lines += [
@@ -229,10 +286,12 @@ def write_report(results: Results, out: str | Path, *, command: str | None = Non
         "the native NDCG_Boost boosts decision stumps.",
         f"- Metrics: {cfg['conventions_description']}.",
         f"- Significance: per-query {sig['metric'].iloc[0] if not sig.empty else 'ndcg@10'} of each method "
-        f"against the baseline **{results.baseline}**, paired over all test queries of all folds; "
+        f"against the baseline **{results.baseline}**, each query's value averaged over the seeds first (seeds "
+        "re-train on the same queries and must not count as more observations), then paired over all test "
+        "queries of all folds (each query is tested once); mean difference with a 95% t confidence interval, "
         "Student's paired t-test (`scipy.stats.ttest_rel`) and Wilcoxon signed-rank test "
-        "(`scipy.stats.wilcoxon`, zero differences dropped), two-sided, not corrected for the "
-        "number of methods.",
+        "(`scipy.stats.wilcoxon`, zero differences dropped), two-sided; each test's p-values Holm-adjusted "
+        f"over the methods compared on the dataset. Significant: Holm-adjusted t-test p < {ALPHA}.",
         "- Times: `train s` is the training call's wall time without the harness's validation "
         "metric (and without building the engine's dataset or compiling kernels); `objective ms/iter` "
         "is the time inside a gbrank objective per iteration (— for built-ins, which run inside "
@@ -245,7 +304,9 @@ def write_report(results: Results, out: str | Path, *, command: str | None = Non
         name = dataset["name"]
         lines += [f"## {name}", "", dataset["description"] + ".", ""]
         lines += [_dataset_table(summ, sig, name, methods, results.baseline), ""]
-        lines += ["Bold: the best mean in the column. ΔNDCG@10: mean per-query difference to the baseline.", ""]
+        lines += ["Figures: mean ± std over folds. Bold: the best mean in the column, and a Holm-adjusted "
+                  f"p-value below {ALPHA}. ΔNDCG@10: mean per-query difference to the baseline with its 95% "
+                  "t interval; p: two-sided paired tests, raw and Holm-adjusted over the methods compared.", ""]
         lines += ["NDCG@1..10 (test, mean over folds):", "", _ndcg_curve_table(summ, name, methods), ""]
         for png in plots.get(name, []):
             lines += [f"![{png}]({png})", ""]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 import traceback
 from dataclasses import asdict, dataclass, field
 
@@ -14,9 +15,16 @@ from .evaluate import CONVENTIONS, ndcg_at, per_query_metrics
 from .methods import Method, parse_methods
 from .train import FoldCache, TreeParams, fit_method
 
-__all__ = ["BenchConfig", "Results", "run_benchmark"]
+__all__ = ["DEFAULT_BASELINE", "DEFAULT_FOLDS", "DEFAULT_SEEDS", "PROGRESS_MODES", "BenchConfig", "Results", "run_benchmark"]
 
 DEFAULT_BASELINE = "lgb:lambdarank"
+#: Folds and seeds of ``python -m gbrank.bench`` without options (see docs/benchmarks.md for
+#: why these: the ranking of the methods agrees between disjoint seed sets of this size).
+DEFAULT_FOLDS = 5
+DEFAULT_SEEDS = (0,)
+#: ``progress`` of :func:`run_benchmark`: ``auto`` shows the bar on a terminal and lines
+#: otherwise (pipes, files, CI logs, notebooks).
+PROGRESS_MODES = ("auto", "bar", "lines", "off")
 
 
 @dataclass(frozen=True)
@@ -47,7 +55,7 @@ class BenchConfig:
 
     rounds: int = 300
     early_stopping: int = 30
-    seeds: tuple = (0,)
+    seeds: tuple = DEFAULT_SEEDS
     threads: int = 1
     params: TreeParams = field(default_factory=TreeParams)
     conventions: str = "lightgbm"
@@ -81,7 +89,7 @@ class Results:
     datasets : list of dict
         ``name``, ``description``, ``n_folds``.
     methods : list of dict
-        ``name``, ``engine``, ``objective``, ``builtin``, ``available``, ``reason``.
+        ``name``, ``engine``, ``objective``, ``family``, ``builtin``, ``available``, ``reason``.
     baseline : str or None
         The method the significance tests compare against.
     runs : list of dict
@@ -117,11 +125,44 @@ def _set_threads(threads: int) -> None:
     numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
 
 
-def _progress(total: int, enabled: bool | None):
-    from tqdm.auto import tqdm
+def _progress_mode(progress) -> str:
+    if progress is None or progress is True or progress is False:
+        progress = {None: "auto", True: "bar", False: "off"}[progress]
+    if progress not in PROGRESS_MODES:
+        raise ValueError(f"progress must be one of {', '.join(PROGRESS_MODES)}, got {progress!r}")
+    if progress == "auto":
+        isatty = getattr(sys.stderr, "isatty", None)
+        return "bar" if isatty is not None and isatty() else "lines"
+    return progress
 
-    # disable=None: tqdm shows the bar only when stderr is a terminal
-    return tqdm(total=total, unit="run", file=sys.stderr, disable=None if enabled is None else not enabled, dynamic_ncols=True)
+
+class _Progress:
+    """The bar on a terminal; elsewhere one line per finished run, which a log keeps."""
+
+    def __init__(self, total: int, mode: str) -> None:
+        self.total, self.mode, self.done = total, mode, 0
+        self.bar = None
+        if mode == "bar":
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit="run", file=sys.stderr, dynamic_ncols=True)
+
+    def start(self, key: dict) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"{key['dataset']} {key['fold']} seed {key['seed']} {key['method']}", refresh=False)
+
+    def finish(self, key: dict, seconds: float, ndcg: float | None) -> None:
+        self.done += 1
+        if self.bar is not None:
+            self.bar.update()
+        elif self.mode == "lines":
+            outcome = "failed" if ndcg is None else f"NDCG@10 {ndcg:.4f}"
+            print(f"gbrank.bench [{self.done}/{self.total}] {key['dataset']} {key['fold']} seed {key['seed']} "
+                  f"{key['method']}: {outcome}, {seconds:.2f} s", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def _choose_baseline(baseline, methods: list[Method]) -> str | None:
@@ -138,12 +179,12 @@ def run_benchmark(
     data="synthetic",
     methods="default",
     *,
-    folds: int = 5,
+    folds: int = DEFAULT_FOLDS,
     config: BenchConfig | None = None,
     baseline: str | None = None,
     qid_col: str = "qid",
     label_col: str = "label",
-    progress: bool | None = None,
+    progress: str | bool | None = "auto",
 ) -> Results:
     """Train and score every method on every fold of every dataset.
 
@@ -161,14 +202,17 @@ def run_benchmark(
         is in the grid, otherwise the first method.
     qid_col, label_col : str
         Column names of tables.
-    progress : bool or None
-        Progress bar; None shows it when stderr is a terminal.
+    progress : {"auto", "bar", "lines", "off"}
+        ``bar``: a progress bar on stderr; ``lines``: one line per finished run on stderr
+        (dataset, fold, seed, method, test NDCG@10, seconds); ``auto`` (or None): the bar
+        when stderr is a terminal, the lines otherwise. True and False mean bar and off.
 
     Returns
     -------
     Results
     """
     config = config or BenchConfig()
+    mode = _progress_mode(progress)
     specs = data if isinstance(data, (list, tuple)) else [data]
     datasets: list[BenchData] = [parse_data(s, folds=folds, qid_col=qid_col, label_col=label_col) for s in specs]
     names = [d.name for d in datasets]
@@ -187,7 +231,7 @@ def run_benchmark(
     for method in grid:
         reason = method.unavailable_reason()
         method_info.append(
-            {"name": method.name, "engine": method.engine, "objective": method.objective,
+            {"name": method.name, "engine": method.engine, "objective": method.objective, "family": method.family,
              "builtin": method.builtin, "available": reason is None, "reason": reason}
         )
         if reason is None:
@@ -197,7 +241,8 @@ def run_benchmark(
 
     runs, per_query, predictions = [], [], []
     total = sum(d.n_folds for d in datasets) * len(config.seeds) * len(runnable)
-    with _progress(total, progress) as bar:
+    bar = _Progress(total, mode)
+    try:
         for dataset in datasets:
             for fold_index in range(dataset.n_folds):
                 fold = dataset.fold(fold_index)
@@ -206,8 +251,9 @@ def run_benchmark(
                 query_of_row = np.repeat(np.arange(test.n_queries), test.group)
                 for seed in config.seeds:
                     for method in runnable:
-                        bar.set_postfix_str(f"{dataset.name} {fold.name} seed {seed} {method.name}", refresh=False)
                         key = {"dataset": dataset.name, "fold": fold.name, "seed": seed, "method": method.name}
+                        bar.start(key)
+                        started = time.perf_counter()
                         try:
                             result = fit_method(
                                 method, cache, rounds=config.rounds, early_stopping=config.early_stopping,
@@ -218,7 +264,7 @@ def run_benchmark(
                             runs.append({**key, "status": "failed", "error": f"{type(exc).__name__}: {exc}"})
                             print(f"gbrank.bench: {method.name} failed on {dataset.name} {fold.name} seed {seed}:\n"
                                   f"{traceback.format_exc()}", file=sys.stderr)
-                            bar.update()
+                            bar.finish(key, time.perf_counter() - started, None)
                             continue
                         runs.append({
                             **key,
@@ -243,7 +289,9 @@ def run_benchmark(
                             **key, "query": query_of_row, "qid": test.qid,
                             "label": test.y, "score": result.test_scores,
                         }))
-                        bar.update()
+                        bar.finish(key, time.perf_counter() - started, float(np.mean(figures["ndcg@10"])))
+    finally:
+        bar.close()
 
     columns = ["dataset", "fold", "seed", "method", "query", "qid"]
     return Results(

@@ -1,0 +1,263 @@
+"""The harness's command line: methods from the objective registry, name suggestions, one
+LETOR fold as a split, the report directory checked before training, progress off a terminal."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import sys
+import types
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("lightgbm")
+pytest.importorskip("xgboost")
+pytest.importorskip("matplotlib")
+pytest.importorskip("scipy")
+pytest.importorskip("tqdm")
+
+import gbrank  # noqa: E402
+from gbrank.bench import BenchConfig, TreeParams, parse_methods, run_benchmark  # noqa: E402
+from gbrank.bench import __main__ as cli  # noqa: E402
+from gbrank.bench.methods import all_method_names, default_method_names  # noqa: E402
+from gbrank.datasets import make_ranking  # noqa: E402
+from gbrank.objectives import registry  # noqa: E402
+
+TINY = "synthetic:queries=24,docs=8,features=4,seed=3"
+
+
+def _list_methods(capsys) -> list[str]:
+    assert cli.main(["--list-methods"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    return [line.split()[0] for line in lines if not line.startswith("groups:")]
+
+
+# --------------------------------------------------------------------------- the registry
+def test_every_method_help_names_is_listed(capsys):
+    listed = set(_list_methods(capsys))
+    assert listed == set(all_method_names())
+    help_text = cli.build_parser().format_help()
+    named = {m.split("(")[0] for m in re.findall(r"\b(?:lgb|xgb|native):[A-Za-z_:]+[A-Za-z_]", help_text)}
+    assert named and named <= listed, named - listed
+    for name in registry.names():
+        assert re.search(rf"^\s+{name}\s", help_text, re.M), name
+        assert f"lgb:{name}" in listed and f"xgb:{name}" in listed
+
+
+@pytest.mark.slow
+def test_every_listed_method_runs():
+    data = make_ranking(n_queries=16, docs_per_query=6, n_features=3, seed=1)
+    config = BenchConfig(rounds=2, early_stopping=0, params=TreeParams(min_data_in_leaf=3))
+    results = run_benchmark(data, "all", folds=2, config=config, progress="off")
+    assert {r["method"] for r in results.runs} == set(all_method_names())
+    failed = [(r["method"], r["error"]) for r in results.runs if r["status"] != "ok"]
+    assert not failed
+
+
+def test_plackett_luce_builds_from_the_registry_example():
+    spec = registry.get("plackett_luce")
+    assert not spec.in_default_bench and "lgb:plackett_luce" not in default_method_names()
+    objective = parse_methods("lgb:plackett_luce")[0].build(3)
+    assert objective.seed == 3
+    assert "position_weights=[1.0, 0.5, 0.25]" in repr(objective)
+    assert repr(objective) == repr(gbrank.plackett_luce(**spec.examples[0], seed=3))
+    given = parse_methods("xgb:plackett_luce(position_weights=[1.0, 1.0])")[0].build(0)
+    assert "position_weights=[1.0, 1.0]" in repr(given)
+
+
+def test_seed_goes_to_the_objectives_that_have_one():
+    assert parse_methods("lgb:listmle")[0].build(7).seed == 7
+    assert parse_methods("xgb:listnet")[0].build(7).seed == 7
+    assert parse_methods("lgb:listmle(seed=2)")[0].build(7).seed == 2
+    assert not hasattr(parse_methods("lgb:ranknet")[0].build(7), "seed")
+    assert parse_methods("native:ndcgboost")[0].build(7).random_state == 7
+
+
+@pytest.fixture
+def toy_objective(monkeypatch):
+    """Two objectives registered for a test only: one in the default bench, one not."""
+    module = types.ModuleType("toy_objectives")
+    module.toy_listmle = lambda **kwargs: gbrank.listmle(**kwargs)
+    module.toy_topk = lambda k, **kwargs: gbrank.listmle_topk(k=k, **kwargs)
+    monkeypatch.setitem(sys.modules, "toy_objectives", module)
+    registry.register(registry.ObjectiveSpec("toy_listmle", "toy_objectives", "toy", "a toy ListMLE"))
+    registry.register(registry.ObjectiveSpec("toy_topk", "toy_objectives", "toy", "a toy top-k",
+                                             examples=({"k": 2},), in_default_bench=False))
+    yield
+    registry.unregister("toy_listmle")
+    registry.unregister("toy_topk")
+
+
+def test_a_registered_objective_appears_everywhere(toy_objective, capsys):
+    help_text = cli.build_parser().format_help()
+    assert "toy_listmle" in help_text and "toy: a toy top-k [default k=2]" in help_text
+    listed = _list_methods(capsys)
+    assert {"lgb:toy_listmle", "xgb:toy_listmle", "lgb:toy_topk", "xgb:toy_topk"} <= set(listed)
+    assert "lgb:toy_listmle" in default_method_names() and "lgb:toy_topk" not in default_method_names()
+    assert {"lgb:toy_topk", "xgb:toy_listmle"} <= {m.name for m in parse_methods("all")}
+    method = parse_methods("lgb:toy_topk")[0]
+    assert method.family == "toy" and "k=2" in repr(method.build(0))
+    results = run_benchmark(TINY, "lgb:lambdarank,lgb:toy_topk", folds=3, config=BenchConfig(rounds=2), progress="off")
+    assert [r["status"] for r in results.runs] == ["ok"] * 6
+
+
+# --------------------------------------------------------------------------- suggestions
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--methods", "lgb:listmle_topl"], "did you mean 'lgb:listmle_topk'?"),
+        (["--methods", "lbg:lambdarank"], "did you mean 'lgb:lambdarank'?"),
+        (["--methods", "xgb:rank:ndgc"], "did you mean 'xgb:rank:ndcg'?"),
+        (["--methods", "defualt"], "did you mean 'default'?"),
+        (["--methods", "native:ndcgbost"], "did you mean 'native:ndcgboost'?"),
+        (["--baseline", "lgb:lambdarnk"], "did you mean 'lgb:lambdarank'?"),
+        (["--data", "synthtic:queries=30"], "did you mean synthetic:queries=30?"),
+        (["--data", "mine=synthtic:queries=30"], "did you mean mine=synthetic:queries=30?"),
+        (["--data", "synthetic:queris=30"], "did you mean 'queries'?"),
+        (["--data", "letr:somewhere"], "did you mean letor:somewhere?"),
+        (["--data", "tabel:x.csv"], "did you mean table:x.csv?"),
+    ],
+)
+def test_typos_suggest_the_closest_name(argv, message, capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(argv)
+    assert info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_misspelt_path_suggests_its_neighbour(tmp_path, capsys):
+    (tmp_path / "ranking.csv").write_text("qid,label,f\n1,0,0.5\n")
+    with pytest.raises(SystemExit):
+        cli.main(["--data", f"table:{tmp_path / 'rankng.csv'}"])
+    assert f"did you mean {tmp_path / 'ranking.csv'}?" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- one LETOR fold
+def _write_letor(path, data, qid_offset):
+    lines = [
+        f"{int(y)} qid:{int(q) + qid_offset} " + " ".join(f"{j + 1}:{v:.6f}" for j, v in enumerate(x))
+        for x, y, q in zip(data.X, data.y, data.qid)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_one_letor_fold_directory_is_one_split(tmp_path):
+    fold = tmp_path / "MQ" / "Fold1"
+    fold.mkdir(parents=True)
+    parts = {}
+    for i, split in enumerate(("train", "vali", "test")):
+        parts[split] = make_ranking(n_queries=14, docs_per_query=(3, 8), n_features=4, n_levels=3, seed=i)
+        _write_letor(fold / f"{split}.txt", parts[split], qid_offset=100 * i)
+    out = tmp_path / "report"
+    assert cli.main(["--data", f"letor:{fold}", "--methods", "lgb:lambdarank,lgb:listmle", "--rounds", "3",
+                     "--out", str(out)]) == 0
+    predictions = pd.read_csv(out / "predictions.csv.gz")
+    assert set(predictions["fold"]) == {"Fold1"}
+    test = parts["test"]
+    run = predictions[predictions["method"] == "lgb:listmle"]
+    np.testing.assert_array_equal(run["qid"], test.qid + 200)
+    np.testing.assert_array_equal(run["label"], test.y)
+    assert "as one split" in (out / "report.md").read_text()
+
+
+def test_a_directory_without_folds_or_files_is_refused(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(SystemExit):
+        cli.main(["--data", f"letor:{tmp_path}"])
+    assert "holds no Fold1, Fold2, ... directories" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- --out
+@pytest.fixture
+def no_training(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("training started before --out was checked")
+
+    monkeypatch.setattr(cli, "run_benchmark", refuse)
+
+
+def test_out_that_cannot_be_created_is_refused_before_training(tmp_path, capsys, no_training):
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("x")
+    with pytest.raises(SystemExit) as info:
+        cli.main(["--data", TINY, "--out", str(blocker / "report")])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument --out: cannot create the report directory {blocker / 'report'}" in err
+
+
+def test_out_that_is_a_file_is_refused(tmp_path, capsys, no_training):
+    target = tmp_path / "report"
+    target.write_text("x")
+    with pytest.raises(SystemExit):
+        cli.main(["--data", TINY, "--out", str(target)])
+    assert "exists and is not a directory" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root may write into any directory")
+def test_out_that_is_not_writable_is_refused(tmp_path, capsys, no_training):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        with pytest.raises(SystemExit):
+            cli.main(["--data", TINY, "--out", str(locked / "report")])
+    finally:
+        locked.chmod(0o700)
+    assert "argument --out: cannot create the report directory" in capsys.readouterr().err
+
+
+def test_out_is_checked_by_the_real_check_when_writable(tmp_path):
+    assert cli._check_out(tmp_path / "a" / "b", force=False) is None
+    assert (tmp_path / "a" / "b").is_dir()
+
+
+# --------------------------------------------------------------------------- progress
+_LINE = re.compile(r"^gbrank\.bench \[(\d+)/(\d+)\] synthetic fold\d seed (\d) (\S+): NDCG@10 (\d\.\d{4}), \d+\.\d\d s$")
+
+
+def test_progress_lines_when_stderr_is_not_a_terminal(capsys):
+    results = run_benchmark(TINY, "lgb:lambdarank,lgb:listmle", folds=3, config=BenchConfig(rounds=2, seeds=(0, 1)))
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("gbrank.bench [")]
+    assert len(lines) == len(results.runs) == 12
+    by_run = {(r["fold"], r["seed"], r["method"]): r for r in results.runs}
+    for i, line in enumerate(lines):
+        match = _LINE.match(line)
+        assert match, line
+        assert int(match.group(1)) == i + 1 and int(match.group(2)) == 12
+        fold = re.search(r"(fold\d)", line).group(1)
+        run = by_run[(fold, int(match.group(3)), match.group(4))]
+        assert float(match.group(5)) == pytest.approx(run["ndcg@10"], abs=5e-5)
+    assert "%|" not in err
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_bar_on_a_terminal(monkeypatch):
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    run_benchmark(TINY, "lgb:lambdarank", folds=3, config=BenchConfig(rounds=2))
+    err = terminal.getvalue()
+    assert "3/3" in err and "run" in err
+    assert "gbrank.bench [" not in err
+
+
+def test_progress_off_and_bad_modes(capsys):
+    run_benchmark(TINY, "lgb:lambdarank", folds=3, config=BenchConfig(rounds=2), progress="off")
+    assert "gbrank.bench [" not in capsys.readouterr().err
+    with pytest.raises(ValueError, match="progress must be one of"):
+        run_benchmark(TINY, "lgb:lambdarank", folds=3, progress="loud")
+
+
+def test_cli_progress_lines_in_a_pipe(tmp_path, capsys):
+    assert cli.main(["--data", TINY, "--methods", "lgb:lambdarank", "--folds", "3", "--rounds", "2",
+                     "--out", str(tmp_path / "r")]) == 0
+    err = capsys.readouterr().err
+    assert len([line for line in err.splitlines() if _LINE.match(line)]) == 3 * len(cli.DEFAULT_SEEDS)
