@@ -294,7 +294,8 @@ def check_partitions(df, qid_col: str = "qid") -> pd.DataFrame:
 def _part_queries(qid: pd.Series):
     values = qid.to_numpy()
     sizes = qid_to_sizes(values)
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+    # an empty partition (e.g. after a filter) holds no query
+    starts = (np.cumsum(sizes) - sizes).astype(np.int64)
     return values.size, values[starts]
 
 
@@ -519,6 +520,9 @@ def train_lightgbm(
     """
     from lightgbm.dask import DaskLGBMRanker
 
+    from .engines import lightgbm as engine
+
+    engine.check_params(params, objective)
     _require_frame(df, qid_col)
     features = _columns(df, label_col, qid_col, weight_col, features)
     if check:
@@ -628,20 +632,21 @@ def train_xgboost(
 
         return dxgb.DaskDMatrix(client, column(frame[features]), column(frame[label_col]), qid=column(frame[qid_col]))
 
+    from .engines import watched
+    from .engines import xgboost as engine
+
     dtrain = matrix(df)
     watch = [(matrix(frame), name) for frame, name in evals or []]
-    params = {**(params or {}), "disable_default_eval_metric": 1}
-    obj = None
-    if isinstance(objective, str):
-        params["objective"] = objective
-    else:
-        obj = _WorkerObjective(objective)
+    # the built-in objective by name, or base_score from the start score of a custom one
+    params = engine.params(objective, params)
+    obj = None if isinstance(objective, str) else _WorkerObjective(objective)
     metric = distributed_metrics(metrics, **conventions) if watch else None
     callbacks = []
     if early_stopping_rounds is not None:
         if not watch:
             raise ValueError("early_stopping_rounds needs evals to watch")
-        callbacks.append(metric.early_stopping(int(early_stopping_rounds), data_name=watch[-1][1]))
+        data_name, metric_name = watched([name for _, name in watch], metric.names)
+        callbacks.append(metric.early_stopping(int(early_stopping_rounds), data_name=data_name, metric_name=metric_name))
     out = dxgb.train(
         client,
         params,
