@@ -19,7 +19,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._frame import QueryOrder, query_order, split_qid
 from ._validation import check_labels, check_weights
-from .engines import BUILTIN_OBJECTIVES, is_builtin, uses_position
+from .engines import BUILTIN_OBJECTIVES, is_builtin, uses_position, with_position
 from .gains import EXP2_MAX_LABEL
 from .groups import check_group
 from .metrics import make_metrics, ndcg
@@ -242,10 +242,10 @@ class Ranker(BaseEstimator):
             Non-negative row weights (XGBoost: equal within a query).
         position : array-like of int, shape (n_rows,), optional
             Displayed rank of each row (1-based) when the labels were collected, for
-            unbiased learning to rank. LightGBM receives it as ``Dataset(position=)`` (read
-            by ``lambdarank`` and by gbrank objectives with ``uses_position = True``);
-            XGBoost has no such field, so there only an objective with ``uses_position``
-            takes it. Any other objective refuses it.
+            unbiased learning to rank. LightGBM's ``lambdarank`` receives it as
+            ``Dataset(position=)``; a gbrank objective with ``uses_position = True`` receives
+            it in either engine through :func:`gbrank.engines.with_position`. Any other
+            objective refuses it.
         eval_set : list of (X, y), optional
             Data evaluated after every round with gbrank's NDCG@k for each ``k`` in
             ``eval_at``; results in ``evals_result_``.
@@ -526,6 +526,9 @@ def _fit_lightgbm(*, params, objective, data, evals, names, n_rounds, metrics, e
     _require("lightgbm")
     X, y, sizes, weight, position = data
     engine.check_params(params, objective)
+    if position is not None and not isinstance(objective, str):
+        # LightGBM keeps positions as ids of distinct values: the loss gets them bound
+        objective, position = with_position(objective, position), None
     dtrain = engine.dataset(X, y, sizes, weight=weight, position=position, params=params)
     valid = [engine.dataset(Xe, ye, ge, reference=dtrain) for Xe, ye, ge in evals]
     return engine.train(
@@ -551,7 +554,7 @@ def _fit_xgboost(*, params, objective, data, evals, names, n_rounds, metrics, ea
     dtrain = engine.dmatrix(X, y, sizes, weight=weight)
     watch = [(engine.dmatrix(Xe, ye, ge), name) for (Xe, ye, ge), name in zip(evals, names)]
     if position is not None:
-        objective = engine.with_position(objective, position)
+        objective = with_position(objective, position)
     return engine.train(
         params,
         dtrain,

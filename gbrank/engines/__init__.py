@@ -8,7 +8,8 @@ harness, ``gbrank.dask``) and every objective call goes through it.
 * :func:`start_score`: the starting score a custom objective trains from, 0 in both engines;
 * :func:`watched` and :class:`BestRound`: the early-stopping rule, **the first metric on
   the last eval set, higher is better**, with the best round as the model's length;
-* :func:`query_folds`: cross-validation folds that keep queries whole, for ``lgb.cv(folds=)``.
+* :func:`query_folds`: cross-validation folds that keep queries whole, for ``lgb.cv(folds=)``;
+* :func:`with_position`: displayed positions bound to an objective that reads them.
 
 The engine modules, :mod:`gbrank.engines.lightgbm` and :mod:`gbrank.engines.xgboost`,
 import their engine only inside the functions that build or train.
@@ -18,12 +19,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import BUILTIN_OBJECTIVES, BestRound, Fields, engine_of, is_builtin, start_score, uses_position, watched
+from ._common import (
+    BUILTIN_OBJECTIVES,
+    BestRound,
+    Fields,
+    PositionedObjective,
+    engine_of,
+    is_builtin,
+    start_score,
+    uses_position,
+    watched,
+    with_position,
+)
 
 __all__ = [
     "BUILTIN_OBJECTIVES",
     "BestRound",
     "Fields",
+    "PositionedObjective",
     "engine_of",
     "is_builtin",
     "query_folds",
@@ -31,6 +44,7 @@ __all__ = [
     "start_score",
     "uses_position",
     "watched",
+    "with_position",
 ]
 
 

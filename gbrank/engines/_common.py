@@ -21,6 +21,7 @@ __all__ = [
     "start_score",
     "uses_position",
     "watched",
+    "with_position",
 ]
 
 #: Ranking objectives built into each engine (with LightGBM's aliases of rank_xendcg).
@@ -46,7 +47,11 @@ class Fields:
         LightGBM's ``init_score`` / XGBoost's ``base_margin``; the scores an objective
         receives already include it.
     position : ndarray of int, shape (n_rows,), or None
-        Displayed rank of each row (1-based), LightGBM's ``Dataset(position=)``.
+        LightGBM's ``Dataset(position=)`` field as LightGBM keeps it: ``Metadata::SetPosition``
+        replaces the positions by ids of the distinct values in order of first appearance,
+        and the Python ``Dataset`` then holds those ids. They serve LightGBM's own
+        position-bias model; a loss that needs the displayed ranks gets them through
+        :func:`with_position`. XGBoost has no such field.
     """
 
     labels: np.ndarray
@@ -144,3 +149,36 @@ class BestRound:
             self.best_score = float(score)
             self.best_round = self.round
         return self.round - self.best_round >= self.rounds
+
+
+class PositionedObjective:
+    """A gbrank objective that reads positions, bound to the positions of one training set.
+
+    Neither engine hands the displayed ranks to an objective (XGBoost has no position field;
+    LightGBM keeps only ids of the distinct positions), so they travel with the objective:
+    ``f(preds, data)`` reads the other fields from ``data`` and passes ``position=`` to the
+    objective's ``grad_hess``. The rows must be in the order of ``position``.
+    """
+
+    def __init__(self, objective, position) -> None:
+        self.objective = objective
+        self.position = np.asarray(position, dtype=np.int64)
+
+    def __call__(self, preds, data):
+        from . import read
+
+        fields = read(data)
+        if fields.labels.size != self.position.size:
+            raise ValueError(f"{self.position.size} positions for training data of {fields.labels.size} rows")
+        return self.objective.grad_hess(fields.labels, preds, fields.sizes, fields.weights, position=self.position)
+
+
+def with_position(objective, position) -> PositionedObjective:
+    """Bind ``position`` (displayed rank of each row, 1-based) to an objective with
+    ``uses_position = True``, for ``lgb.train`` and ``xgb.train``."""
+    if not uses_position(objective):
+        raise ValueError(
+            f"{objective!r} does not read positions (uses_position is not True): drop the positions "
+            "or use an objective that reads them"
+        )
+    return PositionedObjective(objective, position)

@@ -19,14 +19,15 @@ LightGBM 4.7 facts this module relies on (read in its source):
 
 from __future__ import annotations
 
+import sys
 import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ._common import BestRound, Fields, is_builtin, watched
+from ._common import BestRound, Fields, engine_of, is_builtin, watched
 
-__all__ = ["EarlyStopping", "best_iteration", "check_params", "dataset", "read", "train"]
+__all__ = ["EarlyStopping", "best_iteration", "check", "check_caller", "check_params", "dataset", "read", "train"]
 
 _CHECKED: "weakref.WeakKeyDictionary[Any, bool]" = weakref.WeakKeyDictionary()
 
@@ -80,12 +81,31 @@ def _check_subset(data) -> None:
         )
 
 
-def read(data) -> Fields:
-    """The fields of a ``lightgbm.Dataset`` that an objective reads, after the checks above."""
+def check(data) -> None:
+    """Refuse a training ``Dataset`` whose parameters or rows a ranking objective cannot take."""
     check_params(getattr(data, "params", None))
     if data not in _CHECKED:
         _check_subset(data)
         _CHECKED[data] = True
+
+
+def check_caller() -> None:
+    """The checks of :func:`check` for ``LGBMRanker``'s four-argument call.
+
+    LightGBM's scikit-learn wrapper hands the objective arrays, not the ``Dataset``; the
+    wrapper's frame, two above this one, holds it as ``dataset``.
+    """
+    frame = sys._getframe(2)
+    if frame is None or not type(frame.f_locals.get("self")).__module__.startswith("lightgbm"):
+        return
+    data = frame.f_locals.get("dataset")
+    if engine_of(data) == "lightgbm":
+        check(data)
+
+
+def read(data) -> Fields:
+    """The fields of a ``lightgbm.Dataset`` that an objective reads, after :func:`check`."""
+    check(data)
     group = data.get_group()
     labels = data.get_label()
     if group is None:

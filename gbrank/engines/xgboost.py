@@ -34,7 +34,6 @@ __all__ = [
     "query_weights",
     "read",
     "train",
-    "with_position",
 ]
 
 
@@ -108,36 +107,6 @@ def params(objective: Any, given: dict | None = None) -> dict:
         if start is not None:
             out.setdefault("base_score", start)
     return out
-
-
-class PositionedObjective:
-    """A gbrank objective that reads positions, bound to the positions of one training set.
-
-    XGBoost's ``DMatrix`` has no position field, so the positions travel with the
-    objective: ``f(preds, dtrain)`` reads the other fields from ``dtrain`` and passes
-    ``position=`` to the objective's ``grad_hess``. The rows must be in the order of
-    ``position`` (``xgb.train`` keeps the input order).
-    """
-
-    def __init__(self, objective, position: np.ndarray) -> None:
-        self.objective = objective
-        self.position = np.asarray(position, dtype=np.int64)
-
-    def __call__(self, preds, dtrain):
-        fields = read(dtrain)
-        if fields.labels.size != self.position.size:
-            raise ValueError(f"{self.position.size} positions for a DMatrix of {fields.labels.size} rows")
-        return self.objective.grad_hess(fields.labels, preds, fields.sizes, fields.weights, position=self.position)
-
-
-def with_position(objective, position) -> PositionedObjective:
-    """Bind ``position`` to an objective with ``uses_position = True`` for ``xgb.train``."""
-    if not getattr(objective, "uses_position", False):
-        raise ValueError(
-            f"{objective!r} does not read positions (uses_position is not True); XGBoost has "
-            "no position field, so positions are taken only by objectives that read them"
-        )
-    return PositionedObjective(objective, position)
 
 
 def best_iteration(booster) -> int:

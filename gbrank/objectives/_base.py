@@ -138,6 +138,10 @@ class RankingObjective:
         ``lgb.cv`` fold that cuts queries).
         """
         if _engine_of(y_pred) is None:
+            if group is not None:
+                from ..engines.lightgbm import check_caller
+
+                check_caller()
             return self.grad_hess(y_true, y_pred, group, weight)
         return self._xgboost(y_true, y_pred)
 
@@ -146,9 +150,14 @@ class RankingObjective:
         """Gradients for an engine's ``(preds, data)`` call (a Dataset or any DMatrix)."""
         from ..engines import read
 
-        fields = read(data)
         if getattr(self, "uses_position", False):
-            return self.grad_hess(fields.labels, preds, fields.sizes, fields.weights, position=fields.position)
+            raise ValueError(
+                f"{self!r} reads the displayed positions, which engine data do not carry (XGBoost "
+                "has no position field; LightGBM keeps only ids of the distinct positions): "
+                "pass gbrank.engines.with_position(objective, position) as the objective, or "
+                "gbrank.Ranker(...).fit(..., position=)"
+            )
+        fields = read(data)
         return self.grad_hess(fields.labels, preds, fields.sizes, fields.weights)
 
     def _state(self, labels: np.ndarray, offsets: np.ndarray) -> Any:
