@@ -506,7 +506,8 @@ def train_lightgbm(
         Dask threads. ``verbosity`` defaults to -1.
     check : bool, default=True
         First verify with :func:`check_partitions` that no query crosses a partition (one
-        pass over the query ids).
+        pass over the query ids). Empty partitions (e.g. after a filter) are dropped either
+        way: LightGBM cannot build a Dataset from one.
 
     Returns
     -------
@@ -526,7 +527,15 @@ def train_lightgbm(
     _require_frame(df, qid_col)
     features = _columns(df, label_col, qid_col, weight_col, features)
     if check:
-        check_partitions(df, qid_col)
+        rows = check_partitions(df, qid_col)["rows"].to_numpy()
+    else:
+        rows = np.array(dask.compute(*[dask.delayed(len)(p) for p in df[qid_col].to_delayed()]))
+    if not rows.any():
+        raise ValueError("the DataFrame has no rows")
+    if not rows.all():
+        # LightGBM cannot build a Dataset from an empty partition (e.g. after a filter), and a
+        # worker left without rows would fail; drop them, the others stay where they are.
+        df = df.partitions[[int(i) for i in np.flatnonzero(rows)]]
     model = DaskLGBMRanker(
         client=client, objective=objective, n_estimators=int(num_boost_round), **{"verbosity": -1, **(params or {})}
     )
