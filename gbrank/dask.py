@@ -537,7 +537,10 @@ def train_lightgbm(
         # worker left without rows would fail; drop them, the others stay where they are.
         df = df.partitions[[int(i) for i in np.flatnonzero(rows)]]
     model = DaskLGBMRanker(
-        client=client, objective=objective, n_estimators=int(num_boost_round), **{"verbosity": -1, **(params or {})}
+        client=client,
+        objective=objective if isinstance(objective, str) else _LightGBMWorkerObjective(objective),
+        n_estimators=int(num_boost_round),
+        **{"verbosity": -1, **(params or {})},
     )
     with warnings.catch_warnings():
         # LGBMRanker always carries n_jobs; the Dask wrapper replaces it by the worker's threads.
@@ -551,8 +554,31 @@ def train_lightgbm(
     return model.booster_
 
 
+def _worker_threads(objective):
+    """Run the objective's kernels on the worker's thread budget.
+
+    numba sizes its thread pool by the machine's cores, while a Dask worker is given
+    ``nthreads`` (the engines train with that many): without this, every worker's kernels
+    would use every core, competing with the other workers' trees and kernels.
+    """
+    try:
+        import numba
+        from distributed import get_worker
+
+        threads = min(get_worker().state.nthreads, numba.config.NUMBA_NUM_THREADS)
+    except (ImportError, ValueError, AttributeError):
+        return objective()
+    previous = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        return objective()
+    finally:
+        numba.set_num_threads(previous)
+
+
 class _WorkerObjective:
-    """A gbrank objective on one XGBoost worker: reads its own DMatrix; empty workers return nothing."""
+    """A gbrank objective on one XGBoost worker: reads its own DMatrix on the worker's
+    threads; empty workers return nothing."""
 
     def __init__(self, objective):
         self.objective = objective
@@ -560,7 +586,17 @@ class _WorkerObjective:
     def __call__(self, preds, dtrain):
         if dtrain.num_row() == 0:
             return np.zeros(0), np.zeros(0)
-        return self.objective(preds, dtrain)
+        return _worker_threads(lambda: self.objective(preds, dtrain))
+
+
+class _LightGBMWorkerObjective:
+    """A gbrank objective on one LightGBM worker (the four-argument form), on the worker's threads."""
+
+    def __init__(self, objective):
+        self.objective = objective
+
+    def __call__(self, y_true, y_pred, weight, group):
+        return _worker_threads(lambda: self.objective(y_true, y_pred, weight, group))
 
 
 def train_xgboost(

@@ -93,14 +93,19 @@ def check_caller() -> None:
     """The checks of :func:`check` for ``LGBMRanker``'s four-argument call.
 
     LightGBM's scikit-learn wrapper hands the objective arrays, not the ``Dataset``; the
-    wrapper's frame, two above this one, holds it as ``dataset``.
+    wrapper's frame, a few above this one (gbrank's own wrappers may sit between), holds it
+    as ``dataset``.
     """
     frame = sys._getframe(2)
-    if frame is None or not type(frame.f_locals.get("self")).__module__.startswith("lightgbm"):
-        return
-    data = frame.f_locals.get("dataset")
-    if engine_of(data) == "lightgbm":
-        check(data)
+    for _ in range(4):
+        if frame is None:
+            return
+        if type(frame.f_locals.get("self")).__module__.startswith("lightgbm"):
+            data = frame.f_locals.get("dataset")
+            if engine_of(data) == "lightgbm":
+                check(data)
+            return
+        frame = frame.f_back
 
 
 def read(data) -> Fields:
