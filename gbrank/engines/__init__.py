@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..groups import sizes_to_offsets
+from . import lightgbm, xgboost
 from ._common import (
     BUILTIN_OBJECTIVES,
     BestRound,
@@ -52,12 +54,8 @@ def read(data) -> Fields:
     """The fields of a ``lightgbm.Dataset`` or any ``xgboost.DMatrix``."""
     engine = engine_of(data)
     if engine == "lightgbm":
-        from . import lightgbm
-
         return lightgbm.read(data)
     if engine == "xgboost":
-        from . import xgboost
-
         return xgboost.read(data)
     raise TypeError(f"expected a lightgbm.Dataset or an xgboost.DMatrix, got {type(data).__name__}")
 
@@ -88,8 +86,6 @@ def query_folds(data, nfold: int = 5, *, shuffle: bool = True, seed: int = 0) ->
         sizes = np.diff(data.get_uint_info("group_ptr").astype(np.int64))
     else:
         sizes = data
-    from ..groups import sizes_to_offsets
-
     offsets = sizes_to_offsets(sizes)
     n_queries = offsets.size - 1
     if isinstance(nfold, bool) or not isinstance(nfold, (int, np.integer)) or not 2 <= nfold <= n_queries:

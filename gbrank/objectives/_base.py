@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import engines as _engines
 from .._validation import check_labels, check_scores, check_weights
 from ..groups import check_group
 
@@ -30,9 +31,7 @@ _CACHE_SIZE = 4
 
 
 def _engine_of(obj: Any) -> str | None:
-    from ..engines import engine_of
-
-    return engine_of(obj)
+    return _engines.engine_of(obj)
 
 
 class RankingObjective:
@@ -139,17 +138,13 @@ class RankingObjective:
         """
         if _engine_of(y_pred) is None:
             if group is not None:
-                from ..engines.lightgbm import check_caller
-
-                check_caller()
+                _engines.lightgbm.check_caller()
             return self.grad_hess(y_true, y_pred, group, weight)
         return self._xgboost(y_true, y_pred)
 
     # ----------------------------------------------------------------- internals
     def _xgboost(self, preds, data):
         """Gradients for an engine's ``(preds, data)`` call (a Dataset or any DMatrix)."""
-        from ..engines import read
-
         if getattr(self, "uses_position", False):
             raise ValueError(
                 f"{self!r} reads the displayed positions, which engine data do not carry (XGBoost "
@@ -157,7 +152,7 @@ class RankingObjective:
                 "pass gbrank.engines.with_position(objective, position) as the objective, or "
                 "gbrank.Ranker(...).fit(..., position=)"
             )
-        fields = read(data)
+        fields = _engines.read(data)
         return self.grad_hess(fields.labels, preds, fields.sizes, fields.weights)
 
     def _state(self, labels: np.ndarray, offsets: np.ndarray) -> Any:
