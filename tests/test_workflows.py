@@ -184,6 +184,22 @@ def test_init_model_and_init_score_continue_training(name, data):
 
 # ----------------------------------------------------------------------------- XGBoost
 @pytest.mark.parametrize("name", NAMES)
+def test_xgb_model_and_base_margin_continue_training(name, data):
+    params = xgb_engine.params(build(name), XGB)
+    X = xgb.DMatrix(data.X)
+
+    def fit(rounds, **kwargs):
+        dtrain = xgb.DMatrix(data.X, data.y, group=data.group, base_margin=kwargs.pop("base_margin", None))
+        return xgb.train(params, dtrain, rounds, obj=build(name), **kwargs)
+
+    first = fit(3)
+    start = first.predict(X, output_margin=True)
+    straight = fit(6).predict(X, output_margin=True)
+    np.testing.assert_allclose(fit(3, xgb_model=first).predict(X, output_margin=True), straight, atol=1e-5)
+    np.testing.assert_allclose(start + fit(3, base_margin=start).predict(X, output_margin=True), straight, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_xgb_train_dmatrix_and_quantile_dmatrix_agree(name, data):
     params = xgb_engine.params(build(name), XGB)
     models = []

@@ -115,8 +115,8 @@ def read(data) -> Fields:
     labels = data.get_label()
     if group is None:
         raise ValueError(
-            "query groups are required, and the LightGBM Dataset has none: build it with group=[n1, n2, ...] "
-            "(sizes of consecutive queries) or call set_group() before training"
+            "query groups are required: pass group sizes to the LightGBM Dataset (group=[n1, n2, ...], "
+            "sizes of consecutive queries) or call set_group() before training"
         )
     weights = data.get_weight()
     return Fields(
