@@ -22,7 +22,7 @@ dvalid = xgb.DMatrix(valid.X, valid.y, qid=valid.qid)
 dtest = xgb.DMatrix(test.X, qid=test.qid)
 
 # The early-stopping callback watches the last metric of the list, maximising it.
-metrics = gbrank.metrics.make_metrics(["map@10", "ndcg@10"])
+metrics = gbrank.metrics.make_metrics(["ndcg@10", "map@10"])
 params = {
     "eta": 0.1,
     "max_depth": 4,

@@ -294,7 +294,8 @@ def check_partitions(df, qid_col: str = "qid") -> pd.DataFrame:
 def _part_queries(qid: pd.Series):
     values = qid.to_numpy()
     sizes = qid_to_sizes(values)
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+    # an empty partition (e.g. after a filter) holds no query
+    starts = (np.cumsum(sizes) - sizes).astype(np.int64)
     return values.size, values[starts]
 
 
@@ -505,7 +506,8 @@ def train_lightgbm(
         Dask threads. ``verbosity`` defaults to -1.
     check : bool, default=True
         First verify with :func:`check_partitions` that no query crosses a partition (one
-        pass over the query ids).
+        pass over the query ids). Empty partitions (e.g. after a filter) are dropped either
+        way: LightGBM cannot build a Dataset from one.
 
     Returns
     -------
@@ -519,12 +521,26 @@ def train_lightgbm(
     """
     from lightgbm.dask import DaskLGBMRanker
 
+    from .engines import lightgbm as engine
+
+    engine.check_params(params, objective)
     _require_frame(df, qid_col)
     features = _columns(df, label_col, qid_col, weight_col, features)
     if check:
-        check_partitions(df, qid_col)
+        rows = check_partitions(df, qid_col)["rows"].to_numpy()
+    else:
+        rows = np.array(dask.compute(*[dask.delayed(len)(p) for p in df[qid_col].to_delayed()]))
+    if not rows.any():
+        raise ValueError("the DataFrame has no rows")
+    if not rows.all():
+        # LightGBM cannot build a Dataset from an empty partition (e.g. after a filter), and a
+        # worker left without rows would fail; drop them, the others stay where they are.
+        df = df.partitions[[int(i) for i in np.flatnonzero(rows)]]
     model = DaskLGBMRanker(
-        client=client, objective=objective, n_estimators=int(num_boost_round), **{"verbosity": -1, **(params or {})}
+        client=client,
+        objective=objective if isinstance(objective, str) else _LightGBMWorkerObjective(objective),
+        n_estimators=int(num_boost_round),
+        **{"verbosity": -1, **(params or {})},
     )
     with warnings.catch_warnings():
         # LGBMRanker always carries n_jobs; the Dask wrapper replaces it by the worker's threads.
@@ -538,8 +554,31 @@ def train_lightgbm(
     return model.booster_
 
 
+def _worker_threads(objective):
+    """Run the objective's kernels on the worker's thread budget.
+
+    numba sizes its thread pool by the machine's cores, while a Dask worker is given
+    ``nthreads`` (the engines train with that many): without this, every worker's kernels
+    would use every core, competing with the other workers' trees and kernels.
+    """
+    try:
+        import numba
+        from distributed import get_worker
+
+        threads = min(get_worker().state.nthreads, numba.config.NUMBA_NUM_THREADS)
+    except (ImportError, ValueError, AttributeError):
+        return objective()
+    previous = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        return objective()
+    finally:
+        numba.set_num_threads(previous)
+
+
 class _WorkerObjective:
-    """A gbrank objective on one XGBoost worker: reads its own DMatrix; empty workers return nothing."""
+    """A gbrank objective on one XGBoost worker: reads its own DMatrix on the worker's
+    threads; empty workers return nothing."""
 
     def __init__(self, objective):
         self.objective = objective
@@ -547,7 +586,17 @@ class _WorkerObjective:
     def __call__(self, preds, dtrain):
         if dtrain.num_row() == 0:
             return np.zeros(0), np.zeros(0)
-        return self.objective(preds, dtrain)
+        return _worker_threads(lambda: self.objective(preds, dtrain))
+
+
+class _LightGBMWorkerObjective:
+    """A gbrank objective on one LightGBM worker (the four-argument form), on the worker's threads."""
+
+    def __init__(self, objective):
+        self.objective = objective
+
+    def __call__(self, y_true, y_pred, weight, group):
+        return _worker_threads(lambda: self.objective(y_true, y_pred, weight, group))
 
 
 def train_xgboost(
@@ -628,20 +677,21 @@ def train_xgboost(
 
         return dxgb.DaskDMatrix(client, column(frame[features]), column(frame[label_col]), qid=column(frame[qid_col]))
 
+    from .engines import watched
+    from .engines import xgboost as engine
+
     dtrain = matrix(df)
     watch = [(matrix(frame), name) for frame, name in evals or []]
-    params = {**(params or {}), "disable_default_eval_metric": 1}
-    obj = None
-    if isinstance(objective, str):
-        params["objective"] = objective
-    else:
-        obj = _WorkerObjective(objective)
+    # the built-in objective by name, or base_score from the start score of a custom one
+    params = engine.params(objective, params)
+    obj = None if isinstance(objective, str) else _WorkerObjective(objective)
     metric = distributed_metrics(metrics, **conventions) if watch else None
     callbacks = []
     if early_stopping_rounds is not None:
         if not watch:
             raise ValueError("early_stopping_rounds needs evals to watch")
-        callbacks.append(metric.early_stopping(int(early_stopping_rounds), data_name=watch[-1][1]))
+        data_name, metric_name = watched([name for _, name in watch], metric.names)
+        callbacks.append(metric.early_stopping(int(early_stopping_rounds), data_name=data_name, metric_name=metric_name))
     out = dxgb.train(
         client,
         params,

@@ -288,8 +288,9 @@ class NDCGBoost(BaseEstimator):
         eval_at : sequence of int, default=(10,)
             Cut-offs of the recorded NDCG; ``()`` records none (M and alpha only).
         early_stopping_rounds : int, optional
-            Stop when NDCG@``eval_at[0]`` on the first evaluation set has not improved for
-            this many iterations, and keep the stumps up to the best iteration.
+            gbrank's early-stopping rule (:func:`gbrank.engines.watched`): stop when
+            NDCG@``eval_at[0]`` on the last evaluation set has not improved for this many
+            iterations, and keep the stumps up to the best iteration.
 
         Returns
         -------
@@ -324,7 +325,11 @@ class NDCGBoost(BaseEstimator):
                 history[f"valid_{e}_ndcg@{k}"] = []
         eval_scores = [np.zeros(Xe.shape[0]) for Xe, _, _ in evals]
         stumps: list[tuple[int, float, int, float]] = []
-        best_score, best_iteration = -np.inf, 0
+        if early_stopping_rounds is not None:
+            from .engines import BestRound, watched
+
+            watched_name, watched_metric = watched([f"valid_{e}" for e in range(len(evals))], [f"ndcg@{eval_at[0]}"])
+            best = BestRound(early_stopping_rounds)
 
         F = np.zeros(X.shape[0])
         w, _, m = run_pass(state, F)
@@ -353,16 +358,12 @@ class NDCGBoost(BaseEstimator):
                 for e, (Xe, ye, ge) in enumerate(evals):
                     eval_scores[e] += alpha * _stump_output(Xe, feature, threshold, polarity)
                     self._record_ndcg(history, f"valid_{e}", ye, eval_scores[e], ge, eval_at)
-            if early_stopping_rounds is not None:
-                score = history[f"valid_0_ndcg@{eval_at[0]}"][-1]
-                if score > best_score:
-                    best_score, best_iteration = score, len(stumps)
-                elif len(stumps) - best_iteration >= early_stopping_rounds:
-                    break
+            if early_stopping_rounds is not None and best.update(history[f"{watched_name}_{watched_metric}"][-1]):
+                break
 
         if early_stopping_rounds is not None:
-            stumps = stumps[:best_iteration]
-            self.best_iteration_ = best_iteration
+            stumps = stumps[: best.best_round]
+            self.best_iteration_ = best.best_round
         else:
             self.best_iteration_ = None
         self._set_stumps(stumps)

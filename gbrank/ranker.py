@@ -19,17 +19,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._frame import QueryOrder, query_order, split_qid
 from ._validation import check_labels, check_weights
+from .engines import BUILTIN_OBJECTIVES, is_builtin, uses_position, with_position
+from .gains import EXP2_MAX_LABEL
 from .groups import check_group
 from .metrics import make_metrics, ndcg
 from .objectives import RankingObjective
 
 __all__ = ["Ranker"]
-
-#: Ranking objectives built into each engine (with LightGBM's aliases of rank_xendcg).
-BUILTIN_OBJECTIVES = {
-    "lightgbm": ("lambdarank", "rank_xendcg", "xendcg", "xe_ndcg", "xe_ndcg_mart", "xendcg_mart"),
-    "xgboost": ("rank:ndcg", "rank:pairwise", "rank:map"),
-}
 
 # gbrank name -> (LightGBM name, XGBoost name); None leaves the engine's default.
 _SHARED_PARAMS = {
@@ -93,6 +89,12 @@ class Ranker(BaseEstimator):
         feature. ``None`` reads no column.
     score_at : int, default=10
         Cut-off ``k`` of the NDCG@k that :meth:`score` returns.
+    gain : {"auto", "exp2", "linear"} or array, default="auto"
+        Gain of the NDCG used for evaluation (:meth:`score`, ``eval_set``, early stopping),
+        as in :func:`gbrank.metrics.ndcg`. ``"auto"`` takes ``"exp2"`` (``2**label - 1``,
+        the engines' convention) when every training label is an integer from 0 to 31 and
+        ``"linear"`` (the label itself) otherwise; the choice is ``gain_``. Whatever
+        labels :meth:`fit` accepts, evaluation accepts with that gain.
     n_jobs : int, optional
         Threads (LightGBM ``num_threads``, XGBoost ``nthread``); ``None``: engine default.
     random_state : int, RandomState or None, default=None
@@ -112,6 +114,8 @@ class Ranker(BaseEstimator):
     best_iteration_ : int
         Number of boosting rounds :meth:`predict` uses: the best round (1-based) under early
         stopping, otherwise every round trained.
+    gain_ : str or ndarray
+        The gain evaluation uses (see ``gain``).
     evals_result_ : dict
         ``{eval_name: {metric_name: [value per round]}}`` for the eval sets given to
         :meth:`fit` (``"valid_0"``, ``"valid_1"``, ...; metrics ``"gbrank-ndcg@k"``).
@@ -172,6 +176,7 @@ class Ranker(BaseEstimator):
         importance_type: str = "gain",
         qid_col: str | None = "qid",
         score_at: int = 10,
+        gain="auto",
         n_jobs: int | None = None,
         random_state=None,
         params: dict | None = None,
@@ -190,6 +195,7 @@ class Ranker(BaseEstimator):
         self.importance_type = importance_type
         self.qid_col = qid_col
         self.score_at = score_at
+        self.gain = gain
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.params = params
@@ -211,6 +217,7 @@ class Ranker(BaseEstimator):
         group=None,
         qid=None,
         sample_weight=None,
+        position=None,
         eval_set=None,
         eval_group=None,
         eval_qid=None,
@@ -233,6 +240,12 @@ class Ranker(BaseEstimator):
             Query id of each row; rows of a query need not be contiguous.
         sample_weight : array-like of shape (n_rows,), optional
             Non-negative row weights (XGBoost: equal within a query).
+        position : array-like of int, shape (n_rows,), optional
+            Displayed rank of each row (1-based) when the labels were collected, for
+            unbiased learning to rank. LightGBM's ``lambdarank`` receives it as
+            ``Dataset(position=)``; a gbrank objective with ``uses_position = True`` receives
+            it in either engine through :func:`gbrank.engines.with_position`. Any other
+            objective refuses it.
         eval_set : list of (X, y), optional
             Data evaluated after every round with gbrank's NDCG@k for each ``k`` in
             ``eval_at``; results in ``evals_result_``.
@@ -240,10 +253,11 @@ class Ranker(BaseEstimator):
             Groups of each eval set, as ``group`` or ``qid``; an entry may be None when
             that eval set's ``X`` holds the ``qid_col`` column.
         eval_at : int or sequence of int, default=(10,)
-            Cut-offs of the NDCG reported on the eval sets.
+            Cut-offs of the NDCG (with gain ``gain_``) reported on the eval sets.
         early_stopping_rounds : int, optional
-            Stop when NDCG@``eval_at[0]`` on the last eval set has not improved for this
-            many rounds; :meth:`predict` then uses the best round.
+            gbrank's rule (:func:`gbrank.engines.watched`): stop when NDCG@``eval_at[0]``
+            on the last eval set has not improved for this many rounds; :meth:`predict`
+            then uses the best round.
         verbose : bool or int, default=False
             Print the eval results every round (or every ``verbose`` rounds).
 
@@ -257,10 +271,15 @@ class Ranker(BaseEstimator):
         weight = rows.group(check_weights(sample_weight, y.shape[0], name="sample_weight"))
         if weight is not None and not weight.sum() > 0:
             raise ValueError("sample_weight is zero for every row: there is nothing to fit")
+        position = rows.group(_check_position(position, y.shape[0], engine, objective))
+        gain = _evaluation_gain(self.gain, y)
         evals = self._eval_sets(eval_set, eval_group, eval_qid)
         names = [f"valid_{i}" for i in range(len(evals))]
         cutoffs = [eval_at] if isinstance(eval_at, numbers.Integral) else list(eval_at)
-        metrics = make_metrics([f"ndcg@{_positive_int(k, 'eval_at')}" for k in cutoffs]) if evals else None
+        metrics = make_metrics([f"ndcg@{_positive_int(k, 'eval_at')}" for k in cutoffs], gain=gain) if evals else None
+        if metrics is not None:
+            for i, (_, ye, ge) in enumerate(evals):
+                _check_evaluable(ye, ge, gain, f"eval_set[{i}] labels")
         if early_stopping_rounds is not None:
             early_stopping_rounds = _positive_int(early_stopping_rounds, "early_stopping_rounds")
             if not evals:
@@ -270,7 +289,7 @@ class Ranker(BaseEstimator):
         booster, best = train(
             params=self._engine_params(engine),
             objective=objective,
-            data=(X, y, rows.sizes, weight),
+            data=(X, y, rows.sizes, weight, position),
             evals=evals,
             names=names,
             n_rounds=_positive_int(self.n_estimators, "n_estimators"),
@@ -283,6 +302,7 @@ class Ranker(BaseEstimator):
         self.booster_ = booster
         self.best_iteration_ = best
         self.evals_result_ = evals_result
+        self.gain_ = gain
         return self
 
     # ------------------------------------------------------------------ predict / score
@@ -307,15 +327,17 @@ class Ranker(BaseEstimator):
         ).astype(np.float64)
 
     def score(self, X, y, group=None, qid=None) -> float:
-        """Mean NDCG@``score_at`` over the queries, with ``gbrank.metrics.ndcg``'s defaults.
+        """Mean NDCG@``score_at`` over the queries, with the gain ``gain_`` chosen in :meth:`fit`.
 
-        Gains ``2**label - 1``, ties in input order, a query without relevant documents
-        counts as 1 (as LightGBM and XGBoost). Groups are given as in :meth:`fit`.
+        Otherwise ``gbrank.metrics.ndcg``'s defaults: ties in input order, a query without
+        relevant documents counts as 1 (as LightGBM and XGBoost). Groups are given as in
+        :meth:`fit`.
         """
         check_is_fitted(self, "booster_")
         k = _positive_int(self.score_at, "score_at")
         X, y, rows = self._grouped(X, y, group, qid, reset=False)
-        return ndcg(y, self._predict(X), rows.sizes, k=k)
+        _check_evaluable(y, rows.sizes, self.gain_, "y")
+        return ndcg(y, self._predict(X), rows.sizes, k=k, gain=self.gain_)
 
     @property
     def feature_importances_(self) -> np.ndarray:
@@ -363,12 +385,7 @@ class Ranker(BaseEstimator):
             from .objectives import listmle
 
             return listmle()
-        if isinstance(objective, str):
-            if objective not in BUILTIN_OBJECTIVES[engine]:
-                raise ValueError(
-                    f"{objective!r} is not a ranking objective of {engine}; built-in ones are "
-                    f"{list(BUILTIN_OBJECTIVES[engine])}, or pass a gbrank objective"
-                )
+        if is_builtin(objective, engine):
             return objective
         if callable(objective):
             # Train a copy: the objective is a constructor parameter and must stay as given
@@ -461,124 +478,99 @@ def _entry(values, i: int, n: int, name: str):
     return values[i]
 
 
-def _query_weights(weight: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """One weight per query, as XGBoost takes them; rows of a query must agree."""
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    per_query = weight[starts]
-    differ = weight != np.repeat(per_query, sizes)
-    if differ.any():
-        row = int(np.flatnonzero(differ)[0])
-        query = int(np.searchsorted(starts, row, side="right") - 1)
+def _check_position(position, n: int, engine: str, objective):
+    """Positions as int64 (1-based), or None; refused where nothing would read them."""
+    if position is None:
+        return None
+    if not (uses_position(objective) or (engine == "lightgbm" and objective == "lambdarank")):
+        where = "LightGBM's lambdarank or " if engine == "lightgbm" else ""
         raise ValueError(
-            "with engine='xgboost', sample weights weight whole queries: the rows of a query "
-            f"must share one weight, but query {query} has {per_query[query]:g} and "
-            f"{weight[row]:g} (grouped row {row})"
+            f"position= is read only by {where}gbrank objectives that declare "
+            f"uses_position = True, and {objective!r} does not: drop position= or use such an objective"
         )
-    return per_query
+    values = np.asarray(position)
+    if values.shape != (n,):
+        raise ValueError(f"position has shape {values.shape} but there are {n} rows")
+    if values.dtype.kind not in "iu" and not (values.dtype.kind == "f" and np.all(values == np.round(values))):
+        raise ValueError("position must hold integers: the displayed rank of each row, starting at 1")
+    values = values.astype(np.int64)
+    if values.size and values.min() < 1:
+        row = int(np.argmin(values))
+        raise ValueError(f"position[{row}] = {values[row]}: positions are displayed ranks, starting at 1")
+    return values
 
 
-class _LightGBMEarlyStopping:
-    """Stops when one metric on one eval set has not improved for ``rounds`` rounds.
+def _evaluation_gain(gain, y: np.ndarray):
+    """The label policy: the NDCG gain evaluation uses for labels ``fit`` accepted."""
+    if isinstance(gain, str) and gain == "auto":
+        integer = bool(np.all(y == np.floor(y)))
+        return "exp2" if integer and (y.size == 0 or y.max() <= EXP2_MAX_LABEL) else "linear"
+    return gain
 
-    LightGBM's own callback watches every eval set; this one watches the set XGBoost's
-    early stopping watches (the last), so both engines stop on the same rule.
-    """
 
-    def __init__(self, rounds: int, data_name: str, metric_name: str):
-        # Instance attributes: lgb.train gives callbacks without an "order" in their
-        # __dict__ one that runs them before record_evaluation.
-        self.order = 30
-        self.before_iteration = False
-        self.rounds = rounds
-        self.data_name = data_name
-        self.metric_name = metric_name
-        self.best_score = -np.inf
-        self.best_iteration = -1
-        self.best_results: list = []
+def _check_evaluable(y: np.ndarray, sizes, gain, name: str) -> None:
+    from .gains import gain_values
 
-    def __call__(self, env) -> None:
-        from lightgbm.callback import EarlyStopException
-
-        score = next(
-            r[2] for r in env.evaluation_result_list if r[0] == self.data_name and r[1] == self.metric_name
-        )
-        if score > self.best_score:
-            self.best_score = score
-            self.best_iteration = env.iteration
-            self.best_results = list(env.evaluation_result_list)
-        if env.iteration - self.best_iteration >= self.rounds or env.iteration == env.end_iteration - 1:
-            raise EarlyStopException(self.best_iteration, self.best_results)
+    try:
+        gain_values(y, gain, offsets=np.concatenate(([0], np.cumsum(sizes))), name=name)
+    except ValueError as exc:
+        raise ValueError(
+            f"{exc}. This Ranker evaluates NDCG with gain={gain!r}, chosen in fit from the "
+            "training labels when gain='auto'; set gain='linear' to evaluate any labels >= 0"
+        ) from None
 
 
 def _fit_lightgbm(*, params, objective, data, evals, names, n_rounds, metrics, early_stopping_rounds, verbose, evals_result):
-    try:
-        import lightgbm as lgb
-    except ImportError as exc:
-        raise ImportError("engine='lightgbm' needs LightGBM: pip install 'gbrank[lightgbm]'") from exc
-    X, y, sizes, weight = data
-    dtrain = lgb.Dataset(X, y, group=sizes, weight=weight, params=dict(params)).construct()
-    if callable(objective) and not any(dtrain.feature_num_bin(i) > 0 for i in range(X.shape[1])):
-        # LightGBM aborts on a failed internal check when a custom objective meets a dataset
-        # without a usable feature; say what happened instead.
-        raise ValueError(
-            f"LightGBM finds no feature it can split on in {X.shape[0]} rows (every feature is "
-            "constant, or too few rows for min_data_in_leaf, default 20, and min_data_in_bin, "
-            "default 3): pass more data or lower them, e.g. params={'min_data_in_leaf': 1}"
-        )
-    valid = [lgb.Dataset(Xe, ye, group=ge, reference=dtrain) for Xe, ye, ge in evals]
-    callbacks = []
-    if evals:
-        callbacks.append(lgb.record_evaluation(evals_result))
-        if verbose:
-            callbacks.append(lgb.log_evaluation(period=int(verbose)))
-    if early_stopping_rounds is not None:
-        callbacks.append(_LightGBMEarlyStopping(early_stopping_rounds, names[-1], metrics.names[0]))
-    booster = lgb.train(
-        {**params, "objective": objective, "metric": "None"},
+    from .engines import lightgbm as engine
+
+    _require("lightgbm")
+    X, y, sizes, weight, position = data
+    engine.check_params(params, objective)
+    if position is not None and not isinstance(objective, str):
+        # LightGBM keeps positions as ids of distinct values: the loss gets them bound
+        objective, position = with_position(objective, position), None
+    dtrain = engine.dataset(X, y, sizes, weight=weight, position=position, params=params)
+    valid = [engine.dataset(Xe, ye, ge, reference=dtrain) for Xe, ye, ge in evals]
+    return engine.train(
+        params,
         dtrain,
+        objective,
         num_boost_round=n_rounds,
-        valid_sets=valid or None,
-        valid_names=names or None,
+        valid=valid,
+        valid_names=names,
         feval=metrics.lightgbm if metrics else None,
-        callbacks=callbacks,
+        metric_names=metrics.names if metrics else (),
+        early_stopping_rounds=early_stopping_rounds,
+        evals_result=evals_result,
+        verbose=verbose,
     )
-    best = booster.best_iteration if booster.best_iteration > 0 else booster.current_iteration()
-    return booster, int(best)
 
 
 def _fit_xgboost(*, params, objective, data, evals, names, n_rounds, metrics, early_stopping_rounds, verbose, evals_result):
-    try:
-        import xgboost as xgb
-    except ImportError as exc:
-        raise ImportError("engine='xgboost' needs XGBoost: pip install 'gbrank[xgboost]'") from exc
-    X, y, sizes, weight = data
-    qweight = None if weight is None else _query_weights(weight, sizes)
-    dtrain = xgb.DMatrix(X, y, group=sizes, weight=qweight)
-    watch = [(xgb.DMatrix(Xe, ye, group=ge), name) for (Xe, ye, ge), name in zip(evals, names)]
-    params = {**params, "disable_default_eval_metric": 1}
-    obj = None
-    if isinstance(objective, str):
-        params["objective"] = objective
-    else:
-        obj = objective
-    callbacks = []
-    if early_stopping_rounds is not None:
-        callbacks.append(
-            xgb.callback.EarlyStopping(
-                rounds=early_stopping_rounds, metric_name=metrics.names[0], data_name=names[-1], maximize=True
-            )
-        )
-    booster = xgb.train(
+    from .engines import xgboost as engine
+
+    _require("xgboost")
+    X, y, sizes, weight, position = data
+    dtrain = engine.dmatrix(X, y, sizes, weight=weight)
+    watch = [(engine.dmatrix(Xe, ye, ge), name) for (Xe, ye, ge), name in zip(evals, names)]
+    if position is not None:
+        objective = with_position(objective, position)
+    return engine.train(
         params,
         dtrain,
+        objective,
         num_boost_round=n_rounds,
         evals=watch,
-        obj=obj,
         custom_metric=metrics.xgboost if metrics else None,
+        metric_names=metrics.names if metrics else (),
+        early_stopping_rounds=early_stopping_rounds,
         evals_result=evals_result,
-        verbose_eval=verbose,
-        callbacks=callbacks,
+        verbose=verbose,
     )
-    if early_stopping_rounds is not None:
-        return booster, int(booster.best_iteration) + 1
-    return booster, int(booster.num_boosted_rounds())
+
+
+def _require(engine: str) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec(engine) is None:
+        raise ImportError(f"engine={engine!r} needs {engine}: pip install 'gbrank[{engine}]'")

@@ -286,6 +286,22 @@ def test_table_input_with_scattered_qids(tmp_path):
     assert results.per_query["n_docs"].sum() == len(data)
 
 
+@pytest.mark.parametrize("missing", [np.nan, None])
+def test_table_input_refuses_rows_without_a_qid(tmp_path, missing):
+    """A missing qid is not a query of its own: refused, naming the rows, as Ranker does."""
+    data = make_ranking(n_queries=6, docs_per_query=5, n_features=2, seed=1)
+    frame = pd.DataFrame(data.X, columns=["f1", "f2"])
+    frame["label"] = data.y
+    frame["qid"] = pd.Series(data.qid, dtype=object if missing is None else np.float64)
+    frame.loc[[4, 17], "qid"] = missing
+    with pytest.raises(ValueError, match=r"'qid' is missing at 2 rows \(rows 4, 17\)"):
+        parse_data(frame, folds=3)
+    path = tmp_path / "table.csv"
+    frame.to_csv(path, index=False)
+    with pytest.raises(ValueError, match=r"rows 4, 17"):
+        parse_data(f"table:{path}", folds=3)
+
+
 def test_cv_folds_rotate_validation():
     data = make_ranking(n_queries=20, docs_per_query=5, n_features=2, seed=1)
     folds = cv_folds(data, 4)

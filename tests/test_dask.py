@@ -194,6 +194,26 @@ def test_xgboost_trains_on_whole_queries_like_one_machine(client, data, train_fr
     assert exact["ndcg@10"] == pytest.approx(distributed_ndcg, rel=1e-12)
 
 
+def test_filtered_frames_with_empty_and_uneven_partitions_train(client, data):
+    """A filter after partitioning leaves empty and uneven partitions; both engines train."""
+    parts = gdask.partition_queries(dd.from_pandas(to_pandas(data[0]), npartitions=2), npartitions=4)
+    cut = int(np.quantile(data[0].qid, 0.6))
+    filtered = parts[parts["qid"] >= cut]
+    table = gdask.check_partitions(filtered)
+    assert (table["rows"] == 0).sum() >= 1 and table["rows"].nunique() > 1
+    first_rows = np.cumsum(data[0].group) - data[0].group
+    kept = data[0].subset(data[0].qid[first_rows] >= cut)
+    objective = gbrank.listmle(ties="input")
+    for train in (gdask.train_lightgbm, gdask.train_xgboost):
+        SEEN.clear()
+        params = {"min_data_in_leaf": 5, "verbosity": -1} if train is gdask.train_lightgbm else {"eta": 0.3}
+        booster = train(client, filtered, Recorder(objective), num_boost_round=5, params=params)
+        trained = Counter(s for _, sizes in set(SEEN) for s in sizes)
+        assert trained == Counter(kept.group.tolist())
+        scores = booster.predict(kept.X) if train is gdask.train_lightgbm else booster.inplace_predict(kept.X)
+        assert ndcg(kept.y, scores, kept.group, k=10) > ndcg(kept.y, np.zeros(len(kept)), kept.group, k=10)
+
+
 def test_xgboost_objective_reads_the_rows_its_worker_resorted(client, data, train_frame):
     # Whole queries per partition but rows interleaved: XGBoost sorts each worker's rows by
     # qid, so an objective holding arrays from the client would see the wrong rows.

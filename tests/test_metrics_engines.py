@@ -301,7 +301,8 @@ def test_xgboost_pre_at_k_convention(synthetic_data):
 def test_xgboost_early_stopping_callback_maximizes(synthetic_data):
     xgb = pytest.importorskip("xgboost")
     (Xt, yt, gt), (Xv, yv, gv) = synthetic_data
-    metrics = make_metrics(["map@3", "ndcg@3"])
+    # gbrank's rule: the first metric of the list on the last eval set
+    metrics = make_metrics(["ndcg@3", "map@3"])
     callback = metrics.xgboost_early_stopping(3)
     assert callback.maximize is True and callback.metric_name == "gbrank-ndcg@3"
     history = {}

@@ -62,7 +62,8 @@ def test_custom_objective_is_exactly_the_engine_training(engine, data):
         expected = ref.predict(data.X, raw_score=True)
         assert isinstance(model.booster_, lgb.Booster)
     else:
-        params = {"eta": 0.2, "max_depth": 4, "nthread": 1, "disable_default_eval_metric": 1}
+        # a custom objective starts from 0 in both engines (gbrank.engines.start_score)
+        params = {"eta": 0.2, "max_depth": 4, "nthread": 1, "disable_default_eval_metric": 1, "base_score": 0.0}
         ref = xgb.train(params, xgb.DMatrix(data.X, data.y, group=data.group), num_boost_round=20, obj=obj)
         expected = ref.predict(xgb.DMatrix(data.X), output_margin=True)
         assert isinstance(model.booster_, xgb.Booster)

@@ -248,7 +248,8 @@ def from_table(frame, *, qid_col: str = "qid", label_col: str = "label", source:
     """`RankingData` from a DataFrame: a query-id column, a label column, numeric features.
 
     Rows are grouped by query id (a stable sort keeps each query's row order); ids that are
-    not integers are numbered in order of first appearance.
+    not integers are numbered in order of first appearance. A row without a query id is
+    refused (the error names the rows), as :class:`gbrank.Ranker` refuses it.
     """
     import pandas as pd
 
@@ -264,6 +265,14 @@ def from_table(frame, *, qid_col: str = "qid", label_col: str = "label", source:
     bad = [str(c) for c in features if not pd.api.types.is_numeric_dtype(frame[c])]
     if bad:
         raise ValueError(f"{source}: feature columns must be numeric; not numeric: {bad[:10]}")
+    missing = frame[qid_col].isna().to_numpy()
+    if missing.any():
+        rows = np.flatnonzero(missing)
+        shown = ", ".join(str(r) for r in rows[:10]) + (", ..." if rows.size > 10 else "")
+        raise ValueError(
+            f"{source}: query-id column {qid_col!r} is missing at {rows.size} rows (rows {shown}); "
+            "every row needs a query id, as gbrank.Ranker requires: fill or drop those rows"
+        )
     qid = frame[qid_col].to_numpy()
     if qid.dtype.kind not in "iu":
         qid = pd.factorize(frame[qid_col])[0]

@@ -112,21 +112,15 @@ class FoldCache:
 
     def lightgbm(self):
         if self._lgb is None:
-            import lightgbm as lgb
+            from ..engines import lightgbm as engine
 
-            fold = self.fold
-            dtrain = lgb.Dataset(
-                fold.train.X, fold.train.y, group=fold.train.group,
-                params=self.params.lightgbm_dataset(), free_raw_data=False,
-            )
-            dtrain.construct()
+            fold, params = self.fold, self.params.lightgbm_dataset()
+            dtrain = engine.dataset(fold.train.X, fold.train.y, fold.train.group, params=params, free_raw_data=False)
             dvalid = None
             if fold.valid is not None:
-                dvalid = lgb.Dataset(
-                    fold.valid.X, fold.valid.y, group=fold.valid.group, reference=dtrain,
-                    params=self.params.lightgbm_dataset(), free_raw_data=False,
+                dvalid = engine.dataset(
+                    fold.valid.X, fold.valid.y, fold.valid.group, reference=dtrain, params=params, free_raw_data=False
                 )
-                dvalid.construct()
             self._lgb = (dtrain, dvalid)
         return self._lgb
 
@@ -134,11 +128,13 @@ class FoldCache:
         if self._xgb is None:
             import xgboost as xgb
 
+            from ..engines import xgboost as engine
+
             fold = self.fold
-            dtrain = xgb.DMatrix(fold.train.X, label=fold.train.y, group=fold.train.group, nthread=self.threads)
+            dtrain = engine.dmatrix(fold.train.X, fold.train.y, fold.train.group, nthread=self.threads)
             dvalid = None
             if fold.valid is not None:
-                dvalid = xgb.DMatrix(fold.valid.X, label=fold.valid.y, group=fold.valid.group, nthread=self.threads)
+                dvalid = engine.dmatrix(fold.valid.X, fold.valid.y, fold.valid.group, nthread=self.threads)
             dtest = xgb.DMatrix(fold.test.X, nthread=self.threads)
             self._xgb = (dtrain, dvalid, dtest)
         return self._xgb
@@ -198,30 +194,34 @@ def fit_method(
 
 
 def _fit_lightgbm(method, cache, rounds, early_stopping, seed, metric, metric_name) -> FitResult:
-    import lightgbm as lgb
+    from ..engines import lightgbm as engine
 
     dtrain, dvalid = cache.lightgbm()
     params = cache.params.lightgbm(cache.threads, seed)
     timed = None
     if method.builtin:
-        params["objective"] = method.objective
+        objective = method.objective
         params["objective_seed"] = seed
     else:
-        timed = TimedObjective(method.build(seed))
-        params["objective"] = timed
-    kwargs = {}
+        objective = timed = TimedObjective(method.build(seed))
     evaluator = TimedMetric(metric_name, metric)
-    if dvalid is not None:
-        kwargs = {"valid_sets": [dvalid], "valid_names": ["valid"], "feval": evaluator.lightgbm}
-        if early_stopping:
-            kwargs["callbacks"] = [lgb.early_stopping(early_stopping, verbose=False)]
+    valid = [] if dvalid is None else [dvalid]
     start = time.perf_counter()
-    booster = lgb.train(params, dtrain, num_boost_round=rounds, **kwargs)
+    booster, best = engine.train(
+        params,
+        dtrain,
+        objective,
+        num_boost_round=rounds,
+        valid=valid,
+        valid_names=["valid"][: len(valid)],
+        feval=evaluator.lightgbm if valid else None,
+        metric_names=[metric_name],
+        early_stopping_rounds=early_stopping if valid and early_stopping else None,
+    )
     seconds = time.perf_counter() - start - evaluator.seconds
     # lgb.train keeps only the trees up to the best iteration, so count the evaluations
-    n_iterations = len(evaluator.values) if dvalid is not None else booster.current_iteration()
-    best = booster.best_iteration if booster.best_iteration > 0 else booster.current_iteration()
-    scores = booster.predict(cache.fold.test.X, num_iteration=best)
+    n_iterations = len(evaluator.values) if valid else booster.current_iteration()
+    scores = booster.predict(cache.fold.test.X, num_iteration=best, raw_score=True)
     return FitResult(
         test_scores=np.asarray(scores, dtype=np.float64),
         valid_curve=list(evaluator.values),
@@ -234,31 +234,30 @@ def _fit_lightgbm(method, cache, rounds, early_stopping, seed, metric, metric_na
 
 
 def _fit_xgboost(method, cache, rounds, early_stopping, seed, metric, metric_name) -> FitResult:
-    import xgboost as xgb
+    from ..engines import xgboost as engine
 
     dtrain, dvalid, dtest = cache.xgboost()
-    params = cache.params.xgboost(cache.threads, seed)
     timed = None
     if method.builtin:
-        params["objective"] = method.objective
+        objective = method.objective
     else:
-        timed = TimedObjective(method.build(seed))
-        # start from 0 as LightGBM does with a custom objective (RankCosine is not
-        # shift-invariant, so the starting score matters)
-        params["base_score"] = 0.0
+        # the engine layer starts a custom objective from 0, as LightGBM does
+        objective = timed = TimedObjective(method.build(seed))
     evaluator = TimedMetric(metric_name, metric)
-    kwargs = {}
-    if dvalid is not None:
-        kwargs = {"evals": [(dvalid, "valid")], "custom_metric": evaluator.xgboost, "maximize": True}
-        if early_stopping:
-            kwargs["early_stopping_rounds"] = early_stopping
+    evals = [] if dvalid is None else [(dvalid, "valid")]
     start = time.perf_counter()
-    booster = xgb.train(params, dtrain, num_boost_round=rounds, obj=timed, verbose_eval=False, **kwargs)
+    booster, best = engine.train(
+        cache.params.xgboost(cache.threads, seed),
+        dtrain,
+        objective,
+        num_boost_round=rounds,
+        evals=evals,
+        custom_metric=evaluator.xgboost if evals else None,
+        metric_names=[metric_name],
+        early_stopping_rounds=early_stopping if evals and early_stopping else None,
+    )
     seconds = time.perf_counter() - start - evaluator.seconds
     n_iterations = booster.num_boosted_rounds()
-    best = n_iterations
-    if dvalid is not None and early_stopping:
-        best = int(booster.best_iteration) + 1
     scores = booster.predict(dtest, iteration_range=(0, best), output_margin=True)
     return FitResult(
         test_scores=np.asarray(scores, dtype=np.float64),

@@ -27,10 +27,14 @@ variants. XGBoost's ``ndcg`` and ``map`` without a cut-off stop at rank 32; gbra
 the whole list (use ``ndcg@32`` to match).
 
 Early stopping. LightGBM reads ``is_higher_better`` from the returned tuples. XGBoost
-guesses the direction from the metric name and would guess *minimize* for these names, so
-either pass ``maximize=True`` to ``xgb.train`` together with ``early_stopping_rounds``, or
-use :meth:`EngineMetrics.xgboost_early_stopping`, which watches the last metric of the list
-with ``maximize=True``.
+guesses the direction from the metric name and would guess *minimize* for these names; the
+XGBoost callback therefore sets ``maximize=True`` on the ``EarlyStopping`` of the running
+``xgb.train`` / ``xgb.cv`` that watches it (``early_stopping_rounds=`` alone is enough) and
+refuses ``maximize=False``. Which metric stops training is the engine's choice in plain
+``lgb.train`` / ``xgb.train`` (XGBoost: the last metric on the last eval set); gbrank's rule,
+the first metric on the last eval set (:func:`gbrank.engines.watched`), is applied by
+:meth:`EngineMetrics.xgboost_early_stopping`, ``gbrank.engines.lightgbm.EarlyStopping`` and
+every gbrank front-end.
 
 The values are unweighted means over queries. Sample or query weights on the evaluated
 Dataset/DMatrix are ignored (with a warning), whereas the engines' built-in metrics weight
@@ -190,6 +194,9 @@ class EngineMetrics:
             )
         if dmat.get_weight().size:
             _warn_weights("XGBoost")
+        from ..engines.xgboost import maximize_early_stopping
+
+        maximize_early_stopping(self.names)
         return self.evaluate(dmat.get_label(), preds, np.diff(group_ptr))
 
     def xgboost_early_stopping(
@@ -200,7 +207,8 @@ class EngineMetrics:
         save_best: bool = False,
         min_delta: float = 0.0,
     ):
-        """An ``xgboost.callback.EarlyStopping`` that maximizes the last metric of the list.
+        """An ``xgboost.callback.EarlyStopping`` under gbrank's rule: it maximizes the first
+        metric of the list on the last eval set (:func:`gbrank.engines.watched`).
 
         Pass it in ``callbacks=`` of ``xgb.train`` together with ``custom_metric=self.xgboost``
         (and no ``early_stopping_rounds``). ``data_name`` defaults to the last eval set.
@@ -213,7 +221,7 @@ class EngineMetrics:
             ) from exc
         return EarlyStopping(
             rounds=rounds,
-            metric_name=self.names[-1],
+            metric_name=self.names[0],
             data_name=data_name,
             maximize=True,
             save_best=save_best,
@@ -294,7 +302,8 @@ def lgbm_ranker_metric(metrics, **conventions):
 def xgboost_metric(metrics, **conventions):
     """``make_metrics(metrics, **conventions).xgboost``: ``custom_metric`` for ``xgboost.train``.
 
-    Early stopping must maximize: pass ``maximize=True`` to ``xgb.train`` or use
-    ``make_metrics(...).xgboost_early_stopping(rounds)``.
+    ``xgb.train(..., early_stopping_rounds=n)`` maximizes it without ``maximize=True``
+    (see the module notes); ``make_metrics(...).xgboost_early_stopping(rounds)`` also picks
+    the metric by gbrank's rule.
     """
     return make_metrics(metrics, **conventions).xgboost

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import engines as _engines
 from .._threading import configure_threading
 from .._validation import check_labels, check_scores, check_weights
 from ..groups import check_group
@@ -41,12 +42,7 @@ _CACHE_SIZE = 4
 
 
 def _engine_of(obj: Any) -> str | None:
-    module = type(obj).__module__
-    if module.startswith("lightgbm") and hasattr(obj, "get_label"):
-        return "lightgbm"
-    if module.startswith("xgboost") and hasattr(obj, "get_uint_info"):
-        return "xgboost"
-    return None
+    return _engines.engine_of(obj)
 
 
 # the private per-dataset cache and its lock: the only attributes that change after construction
@@ -203,41 +199,30 @@ class RankingObjective:
         return float(np.sum(self._loss(state, scores)))
 
     def __call__(self, y_true, y_pred, weight=None, group=None):
-        """Engine entry point: ``(preds, Dataset)``, ``(preds, DMatrix)`` or LGBMRanker's four."""
-        engine = _engine_of(y_pred)
-        if engine == "lightgbm":
-            preds, data = y_true, y_pred
-            return self.grad_hess(data.get_label(), preds, data.get_group(), data.get_weight())
-        if engine == "xgboost":
-            preds, data = y_true, y_pred
-            return self._xgboost(preds, data)
-        return self.grad_hess(y_true, y_pred, group, weight)
+        """Engine entry point: ``(preds, Dataset)``, ``(preds, DMatrix)`` or LGBMRanker's four.
+
+        Engine data is read by :func:`gbrank.engines.read`, which also refuses what the
+        engine would get wrong with a custom objective (``bagging_by_query``, an
+        ``lgb.cv`` fold that cuts queries).
+        """
+        if _engine_of(y_pred) is None:
+            if group is not None:
+                _engines.lightgbm.check_caller()
+            return self.grad_hess(y_true, y_pred, group, weight)
+        return self._xgboost(y_true, y_pred)
 
     # ----------------------------------------------------------------- internals
-    def _xgboost(self, preds, dmat):
-        labels = dmat.get_label()
-        if labels.size == 0:
-            raise ValueError("the DMatrix has no rows: there is nothing to rank")
-        ptr = dmat.get_uint_info("group_ptr")
-        if ptr.size < 2:
+    def _xgboost(self, preds, data):
+        """Gradients for an engine's ``(preds, data)`` call (a Dataset or any DMatrix)."""
+        if getattr(self, "uses_position", False):
             raise ValueError(
-                "the DMatrix has no query groups: build it with qid= or group=, "
-                "or call set_group() before training"
+                f"{self!r} reads the displayed positions, which engine data do not carry (XGBoost "
+                "has no position field; LightGBM keeps only ids of the distinct positions): "
+                "pass gbrank.engines.with_position(objective, position) as the objective, or "
+                "gbrank.Ranker(...).fit(..., position=)"
             )
-        sizes = np.diff(ptr.astype(np.int64))
-        weights = dmat.get_weight()
-        row_weights = None
-        if weights.size:
-            if weights.size == sizes.size:
-                row_weights = np.repeat(weights.astype(np.float64), sizes)
-            elif weights.size == labels.size:
-                row_weights = weights
-            else:
-                raise ValueError(
-                    f"the DMatrix has {weights.size} weights for {sizes.size} queries and "
-                    f"{labels.size} rows; ranking weights are one per query"
-                )
-        return self.grad_hess(labels, preds, sizes, row_weights)
+        fields = _engines.read(data)
+        return self.grad_hess(fields.labels, preds, fields.sizes, fields.weights)
 
     def _state(self, labels: np.ndarray, offsets: np.ndarray) -> Any:
         """Cached per-dataset state, matched on the labels' and offsets' values."""

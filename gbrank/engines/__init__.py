@@ -1,0 +1,99 @@
+"""One layer between gbrank and the engines: every front-end (``Ranker``, the benchmark
+harness, ``gbrank.dask``) and every objective call goes through it.
+
+* :func:`read`: the fields of a LightGBM ``Dataset`` or XGBoost ``DMatrix`` an objective
+  reads (labels, query sizes, per-row weights, init score, positions), with the refusals of
+  what an engine would otherwise get silently wrong (``lightgbm.read``);
+* :func:`is_builtin`: an engine's own ranking objective by name, or a gbrank one;
+* :func:`start_score`: the starting score a custom objective trains from, 0 in both engines;
+* :func:`watched` and :class:`BestRound`: the early-stopping rule, **the first metric on
+  the last eval set, higher is better**, with the best round as the model's length;
+* :func:`query_folds`: cross-validation folds that keep queries whole, for ``lgb.cv(folds=)``;
+* :func:`with_position`: displayed positions bound to an objective that reads them.
+
+The engine modules, :mod:`gbrank.engines.lightgbm` and :mod:`gbrank.engines.xgboost`,
+import their engine only inside the functions that build or train.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..groups import sizes_to_offsets
+from . import lightgbm, xgboost
+from ._common import (
+    BUILTIN_OBJECTIVES,
+    BestRound,
+    Fields,
+    PositionedObjective,
+    engine_of,
+    is_builtin,
+    start_score,
+    uses_position,
+    watched,
+    with_position,
+)
+
+__all__ = [
+    "BUILTIN_OBJECTIVES",
+    "BestRound",
+    "Fields",
+    "PositionedObjective",
+    "engine_of",
+    "is_builtin",
+    "query_folds",
+    "read",
+    "start_score",
+    "uses_position",
+    "watched",
+    "with_position",
+]
+
+
+def read(data) -> Fields:
+    """The fields of a ``lightgbm.Dataset`` or any ``xgboost.DMatrix``."""
+    engine = engine_of(data)
+    if engine == "lightgbm":
+        return lightgbm.read(data)
+    if engine == "xgboost":
+        return xgboost.read(data)
+    raise TypeError(f"expected a lightgbm.Dataset or an xgboost.DMatrix, got {type(data).__name__}")
+
+
+def query_folds(data, nfold: int = 5, *, shuffle: bool = True, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(train_rows, test_rows)`` pairs that keep every query whole.
+
+    Parameters
+    ----------
+    data : lightgbm.Dataset, xgboost.DMatrix or array-like of int
+        The training set (its query groups are read) or the query sizes.
+    nfold : int, default=5
+        Number of folds; queries are dealt into ``nfold`` parts of nearly equal counts.
+    shuffle : bool, default=True
+        Shuffle the queries (with ``seed``) before dealing them.
+    seed : int, default=0
+
+    Returns
+    -------
+    list of (ndarray, ndarray)
+        Row indices, sorted, for ``lgb.cv(folds=...)`` or ``xgb.cv(folds=...)``.
+    """
+    if engine_of(data) == "lightgbm":
+        sizes = data.get_group()
+        if sizes is None:
+            raise ValueError("the Dataset has no query groups: build it with group=")
+    elif engine_of(data) == "xgboost":
+        sizes = np.diff(data.get_uint_info("group_ptr").astype(np.int64))
+    else:
+        sizes = data
+    offsets = sizes_to_offsets(sizes)
+    n_queries = offsets.size - 1
+    if isinstance(nfold, bool) or not isinstance(nfold, (int, np.integer)) or not 2 <= nfold <= n_queries:
+        raise ValueError(f"nfold must be an integer from 2 to the number of queries ({n_queries}), got {nfold!r}")
+    order = np.random.default_rng(seed).permutation(n_queries) if shuffle else np.arange(n_queries)
+    query_of_row = np.repeat(np.arange(n_queries), np.diff(offsets))
+    folds = []
+    for part in np.array_split(order, nfold):
+        test = np.isin(query_of_row, part)
+        folds.append((np.flatnonzero(~test), np.flatnonzero(test)))
+    return folds

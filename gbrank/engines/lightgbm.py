@@ -1,0 +1,252 @@
+"""LightGBM: reading a ``Dataset`` for an objective, refusing what LightGBM would get wrong
+with a custom objective, building datasets and training under gbrank's early-stopping rule.
+
+LightGBM 4.7 facts this module relies on (read in its source):
+
+* ``lgb.train`` and ``lgb.cv`` copy the training parameters into ``train_set.params``, so
+  the objective sees them at every call.
+* ``bagging_by_query`` draws its bag only inside ``GBDT::Boosting``, which runs for
+  built-in objectives; with gradients from Python the bag is never drawn and the trees
+  are grown on rows that were never sampled. Refused.
+* ``lgb.cv`` keeps queries whole only for objectives it knows by name; with a callable it
+  splits rows, and each fold's ``Dataset.subset`` turns the pieces of a query into smaller
+  queries present in both the training and the held-out part. The subset carries
+  ``used_indices`` and ``reference``, from which a cut query is found and refused.
+* Row bagging and GOSS sample rows after the gradients are computed on every row, so they
+  work with any objective; dart drops trees when the training scores are read for the
+  custom objective (``DART::GetTrainingScore``), so the gradients see the dropped model.
+"""
+
+from __future__ import annotations
+
+import sys
+import weakref
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ._common import BestRound, Fields, engine_of, is_builtin, watched
+
+__all__ = ["EarlyStopping", "best_iteration", "check", "check_caller", "check_params", "dataset", "read", "train"]
+
+_CHECKED: "weakref.WeakKeyDictionary[Any, bool]" = weakref.WeakKeyDictionary()
+
+_BAGGING_BY_QUERY = (
+    "bagging_by_query=True has no effect with a custom objective in LightGBM 4.7 (it draws "
+    "the bag only for its built-in objectives) and the trees are grown on rows never "
+    "sampled: use row bagging (bagging_by_query=False with bagging_fraction and "
+    "bagging_freq), which gbrank supports because it computes every gradient on whole queries"
+)
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "+", "yes")
+    return bool(value)
+
+
+def check_params(params: dict | None, objective: Any = None) -> None:
+    """Refuse LightGBM parameters that a custom objective cannot honour.
+
+    Called by gbrank's front-ends before training, and by every objective call on the
+    ``Dataset``'s parameters (which ``lgb.train`` fills), so ``lgb.train``, ``lgb.cv``
+    and ``LGBMRanker`` users get the same error.
+    """
+    if not params or (objective is not None and isinstance(objective, str)):
+        return
+    if _truthy(params.get("bagging_by_query", False)):
+        raise ValueError(_BAGGING_BY_QUERY)
+
+
+def _check_subset(data) -> None:
+    used = getattr(data, "used_indices", None)
+    reference = getattr(data, "reference", None)
+    if used is None or reference is None:
+        return
+    full = reference.get_group()
+    if full is None:
+        return
+    full = np.asarray(full, dtype=np.int64)
+    query = np.repeat(np.arange(full.size), full)[np.asarray(used, dtype=np.int64)]
+    kept = np.bincount(query, minlength=full.size)
+    cut = np.flatnonzero((kept > 0) & (kept < full))
+    if cut.size:
+        q = int(cut[0])
+        raise ValueError(
+            f"this Dataset is a subset that keeps {int(kept[q])} of the {int(full[q])} rows of "
+            f"query {q} ({cut.size} queries are cut): a ranking loss needs whole queries. "
+            "lgb.cv splits rows for a callable objective; pass "
+            "folds=gbrank.engines.query_folds(train_set, nfold=...) or an "
+            "sklearn.model_selection.GroupKFold split by query"
+        )
+
+
+def check(data) -> None:
+    """Refuse a training ``Dataset`` whose parameters or rows a ranking objective cannot take."""
+    check_params(getattr(data, "params", None))
+    if data not in _CHECKED:
+        _check_subset(data)
+        _CHECKED[data] = True
+
+
+def check_caller() -> None:
+    """The checks of :func:`check` for ``LGBMRanker``'s four-argument call.
+
+    LightGBM's scikit-learn wrapper hands the objective arrays, not the ``Dataset``; the
+    wrapper's frame, a few above this one (gbrank's own wrappers may sit between), holds it
+    as ``dataset``.
+    """
+    frame = sys._getframe(2)
+    for _ in range(4):
+        if frame is None:
+            return
+        if type(frame.f_locals.get("self")).__module__.startswith("lightgbm"):
+            data = frame.f_locals.get("dataset")
+            if engine_of(data) == "lightgbm":
+                check(data)
+            return
+        frame = frame.f_back
+
+
+def read(data) -> Fields:
+    """The fields of a ``lightgbm.Dataset`` that an objective reads, after :func:`check`."""
+    check(data)
+    group = data.get_group()
+    labels = data.get_label()
+    if group is None:
+        raise ValueError(
+            "query groups are required: pass group sizes to the LightGBM Dataset (group=[n1, n2, ...], "
+            "sizes of consecutive queries) or call set_group() before training"
+        )
+    weights = data.get_weight()
+    return Fields(
+        labels=labels,
+        sizes=np.asarray(group, dtype=np.int64),
+        weights=None if weights is None else np.asarray(weights, dtype=np.float64),
+        init_score=data.get_init_score(),
+        position=data.get_position(),
+    )
+
+
+def dataset(
+    X,
+    y,
+    sizes,
+    *,
+    weight=None,
+    position=None,
+    init_score=None,
+    params: dict | None = None,
+    reference=None,
+    free_raw_data: bool = True,
+):
+    """A constructed ``lightgbm.Dataset`` with query groups (and optional fields)."""
+    import lightgbm as lgb
+
+    data = lgb.Dataset(
+        X,
+        y,
+        group=sizes,
+        weight=weight,
+        position=position,
+        init_score=init_score,
+        params=dict(params or {}),
+        reference=reference,
+        free_raw_data=free_raw_data,
+    )
+    return data.construct()
+
+
+class EarlyStopping:
+    """LightGBM callback for gbrank's early-stopping rule (:func:`gbrank.engines.watched`).
+
+    LightGBM's own callback watches every eval set; this one watches one metric on one eval
+    set, higher is better, as :class:`gbrank.engines.xgboost` does in XGBoost.
+    """
+
+    def __init__(self, rounds: int, data_name: str, metric_name: str):
+        # Instance attributes: lgb.train runs callbacks without an "order" in their
+        # __dict__ before record_evaluation.
+        self.order = 30
+        self.before_iteration = False
+        self.data_name = data_name
+        self.metric_name = metric_name
+        self._best = BestRound(rounds)
+        self._best_results: list = []
+        self._best_iteration = -1
+
+    def __call__(self, env) -> None:
+        from lightgbm.callback import EarlyStopException
+
+        found = [r[2] for r in env.evaluation_result_list if r[0] == self.data_name and r[1] == self.metric_name]
+        if not found:
+            raise ValueError(
+                f"early stopping watches {self.metric_name!r} on {self.data_name!r}, which "
+                f"this run does not report; it reports {[(r[0], r[1]) for r in env.evaluation_result_list]}"
+            )
+        stop = self._best.update(found[0])
+        if self._best.best_round == self._best.round:
+            # env.iteration counts the trees of an init_model too
+            self._best_iteration = env.iteration
+            self._best_results = list(env.evaluation_result_list)
+        if stop or env.iteration == env.end_iteration - 1:
+            raise EarlyStopException(self._best_iteration, self._best_results)
+
+
+def best_iteration(booster) -> int:
+    """Rounds to predict with: the best round (1-based) under early stopping, else all."""
+    best = int(booster.best_iteration)
+    return best if best > 0 else int(booster.current_iteration())
+
+
+def train(
+    params: dict,
+    dtrain,
+    objective: Callable | str,
+    *,
+    num_boost_round: int,
+    valid: Sequence = (),
+    valid_names: Sequence[str] = (),
+    feval: Callable | None = None,
+    metric_names: Sequence[str] = (),
+    early_stopping_rounds: int | None = None,
+    evals_result: dict | None = None,
+    verbose: bool | int = False,
+):
+    """``lightgbm.train`` with a gbrank or built-in objective, gbrank metrics only.
+
+    Returns
+    -------
+    booster, best : lightgbm.Booster, int
+        The model and the number of rounds to predict with.
+    """
+    import lightgbm as lgb
+
+    builtin = is_builtin(objective, "lightgbm")
+    check_params(params, objective)
+    if not builtin and not any(dtrain.feature_num_bin(i) > 0 for i in range(dtrain.num_feature())):
+        # LightGBM aborts on a failed internal check when a custom objective meets a dataset
+        # without a usable feature; say what happened instead.
+        raise ValueError(
+            f"LightGBM finds no feature it can split on in {dtrain.num_data()} rows (every "
+            "feature is constant, or too few rows for min_data_in_leaf, default 20, and "
+            "min_data_in_bin, default 3): pass more data or lower them, e.g. "
+            "params={'min_data_in_leaf': 1}"
+        )
+    callbacks: list = []
+    if valid and evals_result is not None:
+        callbacks.append(lgb.record_evaluation(evals_result))
+    if valid and verbose:
+        callbacks.append(lgb.log_evaluation(period=int(verbose)))
+    if early_stopping_rounds is not None:
+        callbacks.append(EarlyStopping(early_stopping_rounds, *watched(list(valid_names), list(metric_names))))
+    booster = lgb.train(
+        {**params, "objective": objective, "metric": "None"},
+        dtrain,
+        num_boost_round=num_boost_round,
+        valid_sets=list(valid) or None,
+        valid_names=list(valid_names) or None,
+        feval=feval,
+        callbacks=callbacks,
+    )
+    return booster, best_iteration(booster)

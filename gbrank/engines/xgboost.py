@@ -1,0 +1,193 @@
+"""XGBoost: reading a ``DMatrix`` for an objective, the parameters a custom objective needs,
+building matrices and training under gbrank's early-stopping rule.
+
+XGBoost 3.2 facts this module relies on (read in its source):
+
+* With a custom objective the intercept is not fitted and ``base_score`` stays 0.5, while
+  LightGBM starts a custom objective from 0; :func:`params` sets ``base_score`` from
+  :func:`gbrank.engines.start_score` so that both engines train the same model.
+* XGBoost reports its default metric (``rmse`` for the default objective) beside a custom
+  metric unless ``disable_default_eval_metric`` is set; :func:`params` sets it.
+* ``EarlyStopping`` without ``maximize`` guesses the direction from the metric name and
+  would minimise gbrank's names; :func:`maximize_early_stopping` (called by gbrank's
+  metrics) sets ``maximize=True`` on the callback that watches a gbrank metric.
+* ``xgb.cv`` without ``folds`` keeps queries whole (``mkgroupfold``); with ``folds`` it
+  slices rows and refuses a DMatrix with groups itself.
+* dart drops trees in ``predict(training=True)``, which ``Booster.update`` calls before the
+  custom objective, so the gradients see the dropped model.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ._common import Fields, is_builtin, start_score, watched
+
+__all__ = [
+    "best_iteration",
+    "dmatrix",
+    "maximize_early_stopping",
+    "params",
+    "query_weights",
+    "read",
+    "train",
+]
+
+
+def read(dmat) -> Fields:
+    """The fields of an ``xgboost.DMatrix`` (or ``QuantileDMatrix``) an objective reads.
+
+    XGBoost weights whole queries: one weight per query is spread to the query's rows.
+    """
+    labels = dmat.get_label()
+    if labels.size == 0:
+        raise ValueError("the DMatrix has no rows: there is nothing to rank")
+    ptr = dmat.get_uint_info("group_ptr")
+    if ptr.size < 2:
+        raise ValueError(
+            "the DMatrix has no query groups: build it with qid= or group=, "
+            "or call set_group() before training"
+        )
+    sizes = np.diff(ptr.astype(np.int64))
+    weights = dmat.get_weight()
+    row_weights = None
+    if weights.size:
+        if weights.size == sizes.size:
+            row_weights = np.repeat(weights.astype(np.float64), sizes)
+        elif weights.size == labels.size:
+            row_weights = weights.astype(np.float64)
+        else:
+            raise ValueError(
+                f"the DMatrix has {weights.size} weights for {sizes.size} queries and "
+                f"{labels.size} rows; ranking weights are one per query"
+            )
+    margin = dmat.get_base_margin()
+    return Fields(labels=labels, sizes=sizes, weights=row_weights, init_score=margin if margin.size else None)
+
+
+def query_weights(weight: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """One weight per query, as XGBoost takes them; the rows of a query must agree."""
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+    per_query = weight[starts]
+    differ = weight != np.repeat(per_query, sizes)
+    if differ.any():
+        row = int(np.flatnonzero(differ)[0])
+        query = int(np.searchsorted(starts, row, side="right") - 1)
+        raise ValueError(
+            "with engine='xgboost', sample weights weight whole queries: the rows of a query "
+            f"must share one weight, but query {query} has {per_query[query]:g} and "
+            f"{weight[row]:g} (grouped row {row})"
+        )
+    return per_query
+
+
+def dmatrix(X, y, sizes, *, weight=None, base_margin=None, nthread: int | None = None, quantile: bool = False, ref=None):
+    """A ``DMatrix`` (or ``QuantileDMatrix``) with query groups; ``weight`` is per row."""
+    import xgboost as xgb
+
+    qweight = None if weight is None else query_weights(np.asarray(weight, dtype=np.float64), np.asarray(sizes))
+    kwargs = {"label": y, "group": sizes, "weight": qweight, "base_margin": base_margin, "nthread": nthread}
+    if quantile:
+        return xgb.QuantileDMatrix(X, ref=ref, **kwargs)
+    return xgb.DMatrix(X, **kwargs)
+
+
+def params(objective: Any, given: dict | None = None) -> dict:
+    """Parameters for ``xgb.train`` with ``objective``: the built-in objective by name, or
+    ``base_score`` from :func:`gbrank.engines.start_score` for a custom one (a
+    ``base_score`` in ``given`` wins), and no default metric."""
+    out = {**(given or {}), "disable_default_eval_metric": 1}
+    if is_builtin(objective, "xgboost"):
+        out["objective"] = objective
+    else:
+        start = start_score(objective)
+        if start is not None:
+            out.setdefault("base_score", start)
+    return out
+
+
+def best_iteration(booster) -> int:
+    """Rounds to predict with: the best round (1-based) under early stopping, else all."""
+    best = booster.attr("best_iteration")
+    return int(best) + 1 if best is not None else int(booster.num_boosted_rounds())
+
+
+def maximize_early_stopping(metric_names: Sequence[str]) -> None:
+    """Make the early stopping of the running ``xgb.train`` / ``xgb.cv`` maximise a gbrank metric.
+
+    Called from a gbrank ``custom_metric``. XGBoost's ``EarlyStopping`` without ``maximize``
+    guesses the direction from the metric name on its first round, after the metric ran; a
+    callback watching one of ``metric_names`` (or the last metric, which is the custom
+    one) is set to maximise. One told ``maximize=False`` is refused.
+    """
+    try:
+        from xgboost.callback import CallbackContainer, EarlyStopping
+    except ImportError:  # pragma: no cover - called only from inside XGBoost
+        return
+    frame = sys._getframe(1)
+    for _ in range(12):
+        if frame is None:
+            return
+        container = frame.f_locals.get("self")
+        if isinstance(container, CallbackContainer):
+            for callback in container.callbacks:
+                if not isinstance(callback, EarlyStopping):
+                    continue
+                if callback.metric_name is not None and callback.metric_name not in metric_names:
+                    continue
+                if callback.maximize is None:
+                    callback.maximize = True
+                elif not callback.maximize:
+                    raise ValueError(
+                        f"early stopping is told to minimise {callback.metric_name or metric_names[-1]!r}, "
+                        "a gbrank metric, which is higher-is-better: drop maximize=False"
+                    )
+            return
+        frame = frame.f_back
+
+
+def train(
+    given: dict,
+    dtrain,
+    objective: Callable | str,
+    *,
+    num_boost_round: int,
+    evals: Sequence = (),
+    custom_metric: Callable | None = None,
+    metric_names: Sequence[str] = (),
+    early_stopping_rounds: int | None = None,
+    evals_result: dict | None = None,
+    verbose: bool | int = False,
+):
+    """``xgboost.train`` with a gbrank or built-in objective, gbrank metrics only.
+
+    Returns
+    -------
+    booster, best : xgboost.Booster, int
+        The model and the number of rounds to predict with.
+    """
+    import xgboost as xgb
+
+    callbacks = []
+    if early_stopping_rounds is not None:
+        data_name, metric_name = watched([name for _, name in evals], list(metric_names))
+        callbacks.append(
+            xgb.callback.EarlyStopping(
+                rounds=int(early_stopping_rounds), metric_name=metric_name, data_name=data_name, maximize=True
+            )
+        )
+    booster = xgb.train(
+        params(objective, given),
+        dtrain,
+        num_boost_round=num_boost_round,
+        evals=list(evals),
+        obj=None if isinstance(objective, str) else objective,
+        custom_metric=custom_metric,
+        evals_result=evals_result,
+        verbose_eval=verbose,
+        callbacks=callbacks,
+    )
+    return booster, best_iteration(booster)
