@@ -7,6 +7,8 @@ from .ranker import Ranker
 from .objectives import (
     RankingObjective,
     cosine,
+    lambdaloss,
+    lambdarank,
     listmle,
     listmle_topk,
     listnet,
@@ -24,6 +26,8 @@ __all__ = [
     "__version__",
     "cosine",
     "datasets",
+    "lambdaloss",
+    "lambdarank",
     "listmle",
     "listmle_topk",
     "listnet",

@@ -2,6 +2,7 @@
 
 from ._base import RankingObjective
 from .cosine import cosine
+from .lambdarank import lambdaloss, lambdarank
 from .listnet import listnet
 from .ndcg_boost import ndcg_boost
 from .plackett_luce import listmle, listmle_topk, plackett_luce, wlistmle
@@ -10,6 +11,8 @@ from .ranknet import ranknet, wranknet
 __all__ = [
     "RankingObjective",
     "cosine",
+    "lambdaloss",
+    "lambdarank",
     "listmle",
     "listmle_topk",
     "listnet",
