@@ -49,126 +49,38 @@ pairs far below the top, which NDCG@T ignores, cost nothing. "In the top :math:`
 fewer than :math:`T` documents of the query score strictly higher, so documents tied with
 the :math:`T`-th score are all in (the rule does not depend on row order, and all-equal
 scores, where boosting starts, keep every pair). The pair set is re-chosen from the scores at
-every call, which costs one selection of the :math:`T`-th largest score of each query
-(O(n), ``np.partition``); the work is then :math:`O(T n)` per query instead of
-:math:`O(n^2)`. The truncated loss is the sum over the
-chosen pairs; it is piecewise smooth in the scores, and the gradient and hessian are those of
+every call; the work is then :math:`O(T n)` per query instead of :math:`O(n^2)`. The
+truncated loss is the sum over the chosen pairs; it is piecewise smooth in the scores, and the gradient and hessian are those of
 the current piece.
 
 Cost
 ----
-:math:`O(n^2)` pair terms per query without truncation, :math:`O(T n)` with it, no
-:math:`n \times n` memory; queries are processed in parallel.
+One :math:`O(n \log n)` sort of each query by score, then :math:`O(n^2)` pair terms per
+query without truncation, :math:`O(T n)` with it, no :math:`n \times n` memory; queries are
+processed in parallel by the pairwise kernel shared with LambdaRank and LambdaLoss
+(:mod:`gbrank.objectives._pairwise`).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
-from numba import njit, prange
 
 from ..gains import Discount, Gain, discount_values, gain_values
-from ._base import RankingObjective
 from ._label_order import label_order, ndcg_weights
+from ._pairwise import PairSettings, PairwiseObjective
 
 __all__ = ["RankNet", "ranknet", "wranknet"]
 
-_INV_LN2 = 1.0 / math.log(2.0)
 
+class RankNet(PairwiseObjective):
+    """(Weighted) RankNet objective; build it with :func:`ranknet` or :func:`wranknet`.
 
-@njit(cache=True, inline="always")
-def _logistic(z):
-    """(rho, rho (1 - rho), e^{-|z|}) with rho = 1 / (1 + e^z), from e^{-|z|} only."""
-    e = math.exp(-abs(z))
-    inv = 1.0 / (1.0 + e)
-    rho = inv if z <= 0.0 else e * inv
-    return rho, e * inv * inv, e
-
-
-@njit(cache=True, inline="always")
-def _softplus(z, e):
-    """log(1 + e^{-z}) given e = e^{-|z|}."""
-    return max(-z, 0.0) + math.log1p(e)
-
-
-@njit(parallel=True, cache=True)
-def ranknet_kernel(scores, order, block_start, block_end, weight, offsets, sigma, truncation, grad, hess, want_loss):
-    """Fill grad and hess (raw, zero-initialised) and return the per-query loss.
-
-    Rows are visited in ``order``: each query's rows by label, descending. For sorted
-    position ``a``, ``block_start[a]:block_end[a]`` is its block of equal labels (so every
-    position from ``block_end[a]`` has a lower label) and ``weight[a]`` weighs every pair
-    in which it is the higher-labelled document. ``truncation`` 0 keeps every pair.
+    The pairs go through the shared kernel of :mod:`gbrank.objectives._pairwise` with
+    constant pair weights; W-RankNet's weights, which depend on the labels only, are the
+    kernel's per-row factors on the higher-labelled document.
     """
-    n_queries = offsets.shape[0] - 1
-    loss = np.zeros(n_queries)
-    c1 = sigma * _INV_LN2
-    c2 = sigma * sigma * _INV_LN2
-    for q in prange(n_queries):
-        start = offsets[q]
-        end = offsets[q + 1]
-        n = end - start
-        s = np.empty(n)
-        for a in range(n):
-            s[a] = scores[order[start + a]]
-        g = np.zeros(n)
-        h = np.zeros(n)
-        total = 0.0
-        truncated = 0 < truncation < n
-        # in the top T: fewer than T scores strictly higher, i.e. at least the T-th largest
-        # (found by selection in O(n)); without truncation every document is
-        threshold = np.partition(s, n - truncation)[n - truncation] if truncated else -np.inf
-        for a in range(n):
-            if s[a] < threshold:
-                continue
-            w = weight[start + a]
-            if w != 0.0:
-                # pairs in which `a` is the higher document
-                g_a = 0.0
-                h_a = 0.0
-                for b in range(block_end[start + a] - start, n):
-                    z = sigma * (s[a] - s[b])
-                    rho, curv, e = _logistic(z)
-                    gr = w * c1 * rho
-                    g_a -= gr
-                    g[b] += gr
-                    cv = w * c2 * curv
-                    h_a += cv
-                    h[b] += cv
-                    if want_loss:
-                        total += w * _INV_LN2 * _softplus(z, e)
-                g[a] += g_a
-                h[a] += h_a
-            if truncated:
-                # pairs in which `a` is the lower document and the higher one is not in the
-                # top T (pairs of two top documents were counted from the higher one)
-                for b in range(block_start[start + a] - start):
-                    if s[b] >= threshold:
-                        continue
-                    wb = weight[start + b]
-                    if wb == 0.0:
-                        continue
-                    z = sigma * (s[b] - s[a])
-                    rho, curv, e = _logistic(z)
-                    gr = wb * c1 * rho
-                    g[b] -= gr
-                    g[a] += gr
-                    cv = wb * c2 * curv
-                    h[b] += cv
-                    h[a] += cv
-                    if want_loss:
-                        total += wb * _INV_LN2 * _softplus(z, e)
-        for a in range(n):
-            grad[order[start + a]] = g[a]
-            hess[order[start + a]] = h[a]
-        loss[q] = total
-    return loss
-
-
-class RankNet(RankingObjective):
-    """(Weighted) RankNet objective; build it with :func:`ranknet` or :func:`wranknet`."""
 
     def __init__(
         self,
@@ -202,6 +114,7 @@ class RankNet(RankingObjective):
         self.gain = gain
         self.discount = discount
         self.cutoff = None if cutoff is None else int(cutoff)
+        self.pairs = PairSettings("constant", sigma=self.sigma, truncation=self.truncation, top_ties=True)
 
     def _params(self) -> dict[str, Any]:
         params: dict[str, Any] = {}
@@ -215,27 +128,13 @@ class RankNet(RankingObjective):
             gain_values(y_true, self.gain, offsets=offsets)
         return super()._label_check(y_true, offsets)
 
-    def _prepare(self, labels, offsets):
-        blocks = label_order(labels, offsets)
-        if self.gain is None:
-            weight = np.ones(labels.shape[0])
-        else:
-            weight = ndcg_weights(blocks.sorted_labels, blocks.best_rank, self.gain, self.discount, self.cutoff)
-        return blocks.order, blocks.block_start, blocks.block_end, np.ascontiguousarray(weight), offsets
-
-    def _run(self, state, scores, grad, hess, want_loss):
-        order, block_start, block_end, weight, offsets = state
-        return ranknet_kernel(
-            scores, order, block_start, block_end, weight, offsets, self.sigma, self.truncation or 0,
-            grad, hess, want_loss,
-        )
-
-    def _grad_hess(self, state, scores, grad, hess):
-        self._run(state, scores, grad, hess, False)
-
-    def _loss(self, state, scores):
-        n = scores.shape[0]
-        return self._run(state, scores, np.zeros(n), np.zeros(n), True)
+    def _inputs(self, labels, offsets):
+        high = None
+        if self.gain is not None:
+            blocks = label_order(labels, offsets)
+            high = np.empty(labels.shape[0])
+            high[blocks.order] = ndcg_weights(blocks.sorted_labels, blocks.best_rank, self.gain, self.discount, self.cutoff)
+        return labels, None, None, high
 
 
 _COMMON_DOC = """

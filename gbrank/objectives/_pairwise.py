@@ -1,0 +1,572 @@
+r"""One pairwise kernel with pluggable pair weights: RankNet, W-RankNet, LambdaRank, LambdaLoss.
+
+Every pairwise loss of gbrank is, for one query with scores :math:`s`,
+
+.. math::
+
+    L(s) = c \sum_{(i, j) \in P} a_i\, b_j\, w_{ij}\, \log\big(1 + e^{-\sigma (s_i - s_j)}\big),
+
+summed over the pairs :math:`P` in which :math:`i` should rank above :math:`j`, with a
+constant :math:`c` (:math:`1/\ln 2` for the papers' base-2 logarithm, 1 for LightGBM's
+natural one), a pair weight :math:`w_{ij}` chosen by the ``weighting`` and optional per-row
+factors :math:`a_i` (on the preferred document) and :math:`b_j` (on the other one).
+
+The weights
+-----------
+Ranks :math:`r = 1, 2, \dots` are the current ranking by score, tied scores in input row
+order (a stable sort, as LightGBM's). :math:`v` is a per-row value (a gain, a 0/1
+relevance, a stop probability), :math:`D` a discount table and :math:`Z^{-1}` a per-query
+normaliser, all fixed per dataset.
+
+* ``"constant"``: :math:`w = 1` (RankNet; W-RankNet puts its weights in :math:`a`).
+* ``"ndcg"``: :math:`|v_i - v_j|\,|D(r_i) - D(r_j)|\,Z^{-1}`, the change of NDCG when the two
+  documents swap places (LambdaRank).
+* ``"map"``, ``"mrr"``, ``"err"``: the absolute change of AP, RR or ERR when the two swap
+  places, computed in :math:`O(1)` per pair from prefix sums (AP, RR) or from running
+  products along the inner loop (ERR, without any division).
+* ``"ndcg_loss2"``: :math:`|v_i - v_j|\,\delta_{ij}\,Z^{-1}` with
+  :math:`\delta_{ij} = |D(|r_i - r_j|) - D(|r_i - r_j| + 1)|` (LambdaLoss, NDCG-Loss2).
+* ``"ndcg_loss2pp"``: :math:`|v_i - v_j|\,(|D(r_i) - D(r_j)| + \mu\,\delta_{ij})\,Z^{-1}`.
+* ``"ndcg_loss1"``: every ordered pair :math:`(i, j)`, :math:`i \ne j`, whatever the labels,
+  weighted :math:`v_i\, D(r_i)\, Z^{-1}`.
+
+Except for NDCG-Loss1, :math:`P` holds the pairs with :math:`v_i > v_j` (equal values make
+no pair). The weights depend on the current ranks, so they are computed from the scores at
+every call and **held fixed within an iteration**, as LambdaMART does: the gradient and
+hessian returned are those of :math:`L` with the weights (and the normalisation below)
+frozen at the current scores.
+
+``norm=True`` applies LightGBM's ``lambdarank_norm``: each pair weight is divided by
+:math:`0.01 + |s_i - s_j|` (unless all scores of the query are equal) and the query's
+gradients and hessians are multiplied by :math:`\log_2(1 + S)/S`, with :math:`S` the sum of
+twice the absolute pair gradients; both factors are frozen like the weights.
+
+Truncation
+----------
+With ``truncation=T``, only the pairs with a member among the first :math:`T` positions of
+the current ranking count (LightGBM's ``lambdarank_truncation_level``); with
+``top_ties=True`` the documents tied with the :math:`T`-th score are all among them, so the
+pair set does not depend on the row order (RankNet's rule). The outer loop runs over those
+top positions and the inner one over every later position: :math:`O(n T)` per query after an
+:math:`O(n \log n)` sort.
+
+Gradient and hessian
+--------------------
+With :math:`z = \sigma (s_i - s_j)`, :math:`\rho = 1 / (1 + e^{z})` and :math:`W = c\, a_i
+b_j w_{ij}`, each pair adds :math:`-\sigma W \rho` to :math:`g_i`, :math:`+\sigma W \rho` to
+:math:`g_j`, and :math:`\sigma^2 W \rho (1 - \rho)` to both hessians: the exact diagonal
+for fixed weights. :math:`\rho` and the loss use :math:`e^{-|z|}` only.
+
+Use from other objectives
+-------------------------
+::
+
+    from gbrank.objectives._pairwise import PairSettings
+
+    pairs = PairSettings(weighting="ndcg", truncation=30, natural_log=True).prepare(
+        values=gains, offsets=offsets, discount=disc, inv_norm=inv_z)
+    grad, hess = pairs.grad_hess(scores, high=a, low=b)     # a_i, b_j: per-row factors
+    loss, as_high, as_low = pairs.loss(scores, high=a, low=b, shares=True)
+
+``values``, ``offsets`` (int64 group offsets), ``high`` and ``low`` are flat per-row
+arrays. ``shares=True`` also returns, per row, its loss as the preferred member with its
+own factor left out (:math:`\sum_j b_j w_{ij} \phi_{ij}`) and as the other member
+(:math:`\sum_i a_i w_{ij} \phi_{ij}`): what inverse-propensity estimators (Unbiased
+LambdaMART, :math:`a_i = 1/t^+_i`, :math:`b_j = 1/t^-_j`) need to update the propensities.
+:func:`swap_deltas` returns the weight matrix of one query, for checks and plots.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit, prange
+
+from .._validation import check_scores
+from ..groups import check_group
+from ._base import RankingObjective
+
+__all__ = ["PairSettings", "Pairs", "PairwiseObjective", "WEIGHTINGS", "swap_deltas"]
+
+CONSTANT, NDCG, MAP, MRR, ERR, LOSS1, LOSS2, LOSS2PP = range(8)
+WEIGHTINGS = {
+    "constant": CONSTANT,
+    "ndcg": NDCG,
+    "map": MAP,
+    "mrr": MRR,
+    "err": ERR,
+    "ndcg_loss1": LOSS1,
+    "ndcg_loss2": LOSS2,
+    "ndcg_loss2pp": LOSS2PP,
+}
+# LightGBM adds the float literal 0.01f to |s_i - s_j|
+NORM_EPS = float(np.float32(0.01))
+_EMPTY = np.zeros(0)
+
+
+@njit(cache=True, inline="always")
+def _rank_order(ref, lo, n):
+    """Local indices of rows ``lo:lo+n`` by descending ``ref``, ties in row order.
+
+    A bottom-up merge sort: stable, and far quicker to compile than ``np.argsort``'s.
+    """
+    idx = np.arange(n)
+    tmp = np.empty(n, dtype=np.int64)
+    width = 1
+    while width < n:
+        for start in range(0, n, 2 * width):
+            mid = min(start + width, n)
+            end = min(start + 2 * width, n)
+            x = start
+            y = mid
+            for t in range(start, end):
+                if x < mid and (y >= end or ref[lo + idx[x]] >= ref[lo + idx[y]]):
+                    tmp[t] = idx[x]
+                    x += 1
+                else:
+                    tmp[t] = idx[y]
+                    y += 1
+        idx, tmp = tmp, idx
+        width *= 2
+    return idx
+
+
+# integer settings of a call, in this order, in one int64 array
+MODE, KCUT, TRUNC, TOP_TIES, NORM, SAME, WANT_LOSS = range(7)
+# float settings: mu, sigma, c
+MU, SIGMA, C = range(3)
+
+
+@njit(cache=True, inline="always")
+def _gather(scores, ref, values, high, low, lo, n, ip):
+    """The query sorted by ``ref``: (idx, s, r, v, a, b, m), ``m`` the number of top positions
+    whose pairs count (the outer loop's range)."""
+    idx = _rank_order(ref, lo, n)
+    s = np.empty(n)
+    r = np.empty(n)
+    v = np.empty(n)
+    a = np.ones(n)
+    b = np.ones(n)
+    for t in range(n):
+        row = lo + idx[t]
+        s[t] = scores[row]
+        r[t] = ref[row]
+        v[t] = values[row]
+        if high.size:
+            a[t] = high[row]
+        if low.size:
+            b[t] = low[row]
+    trunc = ip[TRUNC]
+    m = n - 1
+    if 0 < trunc < n:
+        m = trunc
+        if ip[TOP_TIES]:
+            while m < n and r[m] == r[trunc - 1]:
+                m += 1
+        m = min(m, n - 1)
+    return idx, s, r, v, a, b, m
+
+
+@njit(cache=True, inline="always")
+def _pair(x, y, w, s, r, a, b, g, h, sh, ip, fp):
+    """Add the term of preferred ``x`` over ``y`` with weight ``w`` (sorted positions).
+
+    ``sh`` holds [share as preferred, share as other, loss, sum of lambdas] per query; the
+    shares are rows 0 and 1 when asked for.
+    """
+    if ip[NORM] and r[0] != r[r.size - 1]:
+        w /= NORM_EPS + abs(r[x] - r[y])
+    wab = w * a[x] * b[y]
+    if wab == 0.0:
+        return
+    sigma = fp[SIGMA]
+    cw = fp[C] * wab
+    z = sigma * (s[x] - s[y])
+    e = math.exp(-abs(z))
+    inv = 1.0 / (1.0 + e)
+    rho = inv if z <= 0.0 else e * inv
+    gr = cw * sigma * rho
+    cv = cw * sigma * sigma * e * inv * inv
+    g[x] -= gr
+    g[y] += gr
+    h[x] += cv
+    h[y] += cv
+    if ip[NORM]:
+        if ip[SAME]:
+            sh[3, 0] += 2.0 * gr
+        else:
+            zr = sigma * (r[x] - r[y])
+            er = math.exp(-abs(zr))
+            sh[3, 0] += 2.0 * cw * sigma * (1.0 / (1.0 + er) if zr <= 0.0 else er / (1.0 + er))
+    if ip[WANT_LOSS]:
+        sp = max(-z, 0.0) + math.log1p(e)
+        sh[2, 0] += cw * sp
+        if sh.shape[1] > 1:
+            sh[0, x] += fp[C] * w * b[y] * sp
+            sh[1, y] += fp[C] * w * a[x] * sp
+
+
+@njit(cache=True, inline="always")
+def _finish(idx, lo, g, h, sh, ip, grad, hess, share_high, share_low):
+    """Scatter one query's sums back to its rows (LightGBM's norm factor applied); its loss."""
+    factor = 1.0
+    total = sh[3, 0]
+    if ip[NORM] and total > 0.0:
+        factor = math.log2(1.0 + total) / total
+    for t in range(idx.size):
+        row = lo + idx[t]
+        grad[row] = g[t] * factor
+        hess[row] = h[t] * factor
+        if share_high.size:
+            share_high[row] = sh[0, t] * factor
+            share_low[row] = sh[1, t] * factor
+    return sh[2, 0] * factor
+
+
+@njit(cache=True, inline="always")
+def _scratch(n, share_high):
+    return np.zeros(n), np.zeros(n), np.zeros((4, n if share_high.size else 1))
+
+
+# One per-query function per family of weightings, each with its own small parallel
+# wrapper, so that a call compiles only the family it uses: numba links and re-optimises a
+# callee into every caller, so one function for all weightings took three times as long to
+# compile as the constant weights alone. The helpers above are inlined in numba's IR for
+# the same reason (compiled apart, each was optimised again at every level above it).
+
+
+@njit(cache=True)
+def _query_constant(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
+    """Constant weights (times the factors): RankNet, W-RankNet."""
+    n = hi - lo
+    if n < 2:
+        return 0.0
+    idx, s, r, v, a, b, m = _gather(scores, ref, values, high, low, lo, n, ip)
+    g, h, sh = _scratch(n, share_high)
+    for i in range(m):
+        for j in range(i + 1, n):
+            if v[i] != v[j]:
+                up = v[i] > v[j]
+                _pair(i if up else j, j if up else i, inv_norm, s, r, a, b, g, h, sh, ip, fp)
+    return _finish(idx, lo, g, h, sh, ip, grad, hess, share_high, share_low)
+
+
+@njit(cache=True)
+def _query_discount(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
+    """Weights from the discounts of the two ranks: LambdaRank's NDCG, NDCG-Loss2, -Loss2++."""
+    n = hi - lo
+    if n < 2:
+        return 0.0
+    idx, s, r, v, a, b, m = _gather(scores, ref, values, high, low, lo, n, ip)
+    g, h, sh = _scratch(n, share_high)
+    mode = ip[MODE]
+    mu = fp[MU]
+    for i in range(m):
+        for j in range(i + 1, n):
+            if v[i] == v[j]:
+                continue
+            gap = abs(v[i] - v[j]) * inv_norm
+            swap = abs(disc[i] - disc[j])
+            if mode == NDCG:
+                w = gap * swap
+            else:
+                delta = abs(disc[j - i - 1] - disc[j - i])
+                w = gap * (delta if mode == LOSS2 else swap + mu * delta)
+            up = v[i] > v[j]
+            _pair(i if up else j, j if up else i, w, s, r, a, b, g, h, sh, ip, fp)
+    return _finish(idx, lo, g, h, sh, ip, grad, hess, share_high, share_low)
+
+
+@njit(cache=True)
+def _query_loss1(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
+    """NDCG-Loss1: every ordered pair, weighted by the preferred document's gain times discount."""
+    n = hi - lo
+    if n < 2:
+        return 0.0
+    idx, s, r, v, a, b, m = _gather(scores, ref, values, high, low, lo, n, ip)
+    g, h, sh = _scratch(n, share_high)
+    for i in range(m):
+        wi = v[i] * disc[i] * inv_norm
+        for j in range(i + 1, n):
+            wj = v[j] * disc[j] * inv_norm
+            for up in (True, False):
+                w = wi if up else wj
+                if w != 0.0:
+                    _pair(i if up else j, j if up else i, w, s, r, a, b, g, h, sh, ip, fp)
+    return _finish(idx, lo, g, h, sh, ip, grad, hess, share_high, share_low)
+
+
+@njit(cache=True)
+def _query_measure(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
+    """|change of AP, RR or ERR| when the pair swaps, O(1) per pair (see the module notes)."""
+    n = hi - lo
+    if n < 2:
+        return 0.0
+    idx, s, r, v, a, b, m = _gather(scores, ref, values, high, low, lo, n, ip)
+    g, h, sh = _scratch(n, share_high)
+    mode = ip[MODE]
+    kcut = ip[KCUT]
+    # rank weights 1/r within the cut-off; AP's hits and prefix sums of rel/r; RR's first two
+    # relevant positions; ERR's probability of reaching each rank
+    rw = np.zeros(n + 1)
+    for t in range(min(n, kcut)):
+        rw[t] = 1.0 / (t + 1)
+    hits = np.empty(n)
+    prefix = np.empty(n)
+    reach = np.empty(n)
+    count = 0.0
+    acc = 0.0
+    p = 1.0
+    f1 = n
+    f2 = n
+    for t in range(n):
+        if v[t] > 0.0:
+            count += 1.0
+            acc += rw[t]
+            if f1 == n:
+                f1 = t
+            elif f2 == n:
+                f2 = t
+        hits[t] = count
+        prefix[t] = acc
+        reach[t] = p
+        p *= 1.0 - v[t]
+    for i in range(m):
+        # ERR: running sum over i < t < j of rw_t R_t prod_{i<u<t} (1 - R_u), and that product
+        err_acc = 0.0
+        err_prod = 1.0
+        for j in range(i + 1, n):
+            w = 0.0
+            if v[i] != v[j]:
+                if mode == MAP:
+                    middle = prefix[j - 1] - prefix[i]
+                    if v[i] > v[j]:
+                        w = hits[j] * rw[j] - hits[i] * rw[i] - middle
+                    else:
+                        w = (hits[i] + 1.0) * rw[i] + middle - hits[j] * rw[j]
+                elif mode == MRR:
+                    if v[i] > v[j] and i == f1:
+                        w = rw[i] - rw[min(f2, j)]
+                    elif v[i] < v[j] and i < f1:
+                        w = rw[i] - rw[f1]
+                else:
+                    w = (v[i] - v[j]) * reach[i] * (err_acc + rw[j] * err_prod - rw[i])
+                w = abs(w) * inv_norm
+            if mode == ERR:
+                err_acc += rw[j] * v[j] * err_prod
+                err_prod *= 1.0 - v[j]
+            if w == 0.0:
+                continue
+            up = v[i] > v[j]
+            _pair(i if up else j, j if up else i, w, s, r, a, b, g, h, sh, ip, fp)
+    return _finish(idx, lo, g, h, sh, ip, grad, hess, share_high, share_low)
+
+
+@njit(parallel=True, cache=True)
+def _kernel_constant(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
+    loss = np.zeros(offsets.size - 1)
+    for q in prange(offsets.size - 1):
+        loss[q] = _query_constant(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], disc,
+                                  ip, fp, grad, hess, share_high, share_low)
+    return loss
+
+
+@njit(parallel=True, cache=True)
+def _kernel_discount(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
+    loss = np.zeros(offsets.size - 1)
+    for q in prange(offsets.size - 1):
+        loss[q] = _query_discount(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], disc,
+                                  ip, fp, grad, hess, share_high, share_low)
+    return loss
+
+
+@njit(parallel=True, cache=True)
+def _kernel_loss1(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
+    loss = np.zeros(offsets.size - 1)
+    for q in prange(offsets.size - 1):
+        loss[q] = _query_loss1(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], disc,
+                               ip, fp, grad, hess, share_high, share_low)
+    return loss
+
+
+@njit(parallel=True, cache=True)
+def _kernel_measure(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
+    loss = np.zeros(offsets.size - 1)
+    for q in prange(offsets.size - 1):
+        loss[q] = _query_measure(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], disc,
+                                 ip, fp, grad, hess, share_high, share_low)
+    return loss
+
+
+def _kernel_of(mode):
+    if mode == CONSTANT:
+        return _kernel_constant
+    if mode == LOSS1:
+        return _kernel_loss1
+    if mode in (MAP, MRR, ERR):
+        return _kernel_measure
+    return _kernel_discount
+
+
+@dataclass(frozen=True)
+class PairSettings:
+    """How the pairs of a loss are chosen and weighted (see the module notes).
+
+    Attributes
+    ----------
+    weighting : str
+        A key of :data:`WEIGHTINGS`.
+    mu : float
+        NDCG-Loss2++'s :math:`\\mu`.
+    k : int or None
+        Cut-off of MAP, MRR and ERR (NDCG's is in the discount table, zero past it).
+    sigma : float
+        Slope of the logistic.
+    natural_log : bool
+        :math:`c = 1` (LightGBM) instead of :math:`1/\\ln 2` (the papers' base 2).
+    truncation : int or None
+        Keep the pairs with a member among the first ``truncation`` positions.
+    top_ties : bool
+        Count the documents tied with the ``truncation``-th score as in the top.
+    norm : bool
+        LightGBM's ``lambdarank_norm``.
+    """
+
+    weighting: str = "constant"
+    mu: float = 0.0
+    k: int | None = None
+    sigma: float = 1.0
+    natural_log: bool = False
+    truncation: int | None = None
+    top_ties: bool = False
+    norm: bool = False
+
+    def prepare(self, values, offsets, discount=None, inv_norm=None) -> Pairs:
+        """Bind per-dataset arrays: per-row ``values``, int64 ``offsets``, a ``discount``
+        table (positions 1, 2, ...; at least as long as the longest query, needed by the NDCG
+        weightings) and a per-query ``inv_norm`` (default 1)."""
+        if self.weighting not in WEIGHTINGS:
+            raise ValueError(f"weighting must be one of {', '.join(WEIGHTINGS)}, got {self.weighting!r}")
+        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        longest = int(np.diff(offsets).max(initial=1))
+        table = np.zeros(max(longest, 1))
+        if discount is not None:
+            given = np.asarray(discount, dtype=np.float64)[:longest]
+            table[: given.size] = given
+        norm = np.ones(offsets.size - 1) if inv_norm is None else np.asarray(inv_norm, dtype=np.float64)
+        return Pairs(self, np.ascontiguousarray(values, dtype=np.float64), offsets, table, np.ascontiguousarray(norm))
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """:class:`PairSettings` bound to one dataset; read-only, so it serves concurrent calls."""
+
+    settings: PairSettings
+    values: np.ndarray
+    offsets: np.ndarray
+    discount: np.ndarray
+    inv_norm: np.ndarray
+
+    def run(self, scores, grad, hess, *, at=None, high=None, low=None, want_loss=False,
+            share_high=None, share_low=None) -> np.ndarray:
+        """Fill ``grad`` and ``hess`` (float64, per row) and return the per-query loss.
+
+        ``at``: the scores that fix the ranking and the weights (default ``scores``).
+        ``high``/``low``: per-row factors :math:`a`, :math:`b` (default 1).
+        ``share_high``/``share_low``: per-row arrays to receive the loss shares.
+        """
+        cfg = self.settings
+        mode = WEIGHTINGS[cfg.weighting]
+        ref = scores if at is None else np.ascontiguousarray(at, dtype=np.float64)
+        n_max = int(self.offsets[-1]) + 1
+        ip = np.array([mode, n_max if cfg.k is None else min(int(cfg.k), n_max), cfg.truncation or 0,
+                       cfg.top_ties, cfg.norm, at is None, want_loss], dtype=np.int64)
+        fp = np.array([cfg.mu, cfg.sigma, 1.0 if cfg.natural_log else 1.0 / math.log(2.0)])
+        return _kernel_of(mode)(
+            scores, ref, self.values,
+            _EMPTY if high is None else np.ascontiguousarray(high, dtype=np.float64),
+            _EMPTY if low is None else np.ascontiguousarray(low, dtype=np.float64),
+            self.offsets, self.inv_norm, self.discount, ip, fp, grad, hess,
+            _EMPTY if share_high is None else share_high, _EMPTY if share_low is None else share_low,
+        )
+
+    def grad_hess(self, scores, *, high=None, low=None, at=None):
+        """Per-row gradient and hessian, float64."""
+        scores = np.ascontiguousarray(scores, dtype=np.float64)
+        grad = np.zeros(scores.size)
+        hess = np.zeros(scores.size)
+        self.run(scores, grad, hess, at=at, high=high, low=low)
+        return grad, hess
+
+    def loss(self, scores, *, high=None, low=None, at=None, shares=False):
+        """Per-query loss; with ``shares=True`` also the per-row shares (as preferred, as other)."""
+        scores = np.ascontiguousarray(scores, dtype=np.float64)
+        n = scores.size
+        as_high = np.zeros(n) if shares else None
+        as_low = np.zeros(n) if shares else None
+        loss = self.run(scores, np.zeros(n), np.zeros(n), at=at, high=high, low=low, want_loss=True,
+                        share_high=as_high, share_low=as_low)
+        return (loss, as_high, as_low) if shares else loss
+
+
+def swap_deltas(pairs: Pairs, scores, query: int = 0) -> np.ndarray:
+    """The matrix of pair weights :math:`w_{ij}` (normaliser included, ``norm`` and factors
+    left out) of one query at ``scores``, indexed by the query's rows; zero where no pair."""
+    lo, hi = int(pairs.offsets[query]), int(pairs.offsets[query + 1])
+    n = hi - lo
+    out = np.zeros((n, n))
+    settings = PairSettings(**{**pairs.settings.__dict__, "norm": False, "natural_log": True, "sigma": 1.0})
+    one = Pairs(settings, pairs.values[lo:hi], np.array([0, n], dtype=np.int64), pairs.discount,
+                pairs.inv_norm[query : query + 1])
+    s = np.ascontiguousarray(scores[lo:hi], dtype=np.float64)
+    # the weight of a pair is the loss of the query with only that pair's factors switched on
+    for x in range(n):
+        for y in range(n):
+            if x == y:
+                continue
+            a = np.zeros(n)
+            b = np.zeros(n)
+            a[x] = 1.0
+            b[y] = 1.0
+            phi = math.log1p(math.exp(-(s[x] - s[y])))
+            out[x, y] = one.loss(s, high=a, low=b)[0] / phi
+    return out
+
+
+class PairwiseObjective(RankingObjective):
+    """A :class:`~gbrank.objectives._base.RankingObjective` over :class:`Pairs`.
+
+    Subclasses give ``self.pairs`` (a :class:`PairSettings`) and ``_inputs(labels, offsets)``,
+    returning ``(values, discount, inv_norm, high)`` for :meth:`PairSettings.prepare`
+    (``high`` the per-row factors, or None).
+    """
+
+    pairs: PairSettings
+
+    def _inputs(self, labels, offsets):
+        raise NotImplementedError
+
+    def _prepare(self, labels, offsets):
+        values, discount, inv_norm, high = self._inputs(labels, offsets)
+        return self.pairs.prepare(values, offsets, discount, inv_norm), high
+
+    def _grad_hess(self, state, scores, grad, hess):
+        pairs, high = state
+        pairs.run(scores, grad, hess, high=high)
+
+    def _loss(self, state, scores):
+        pairs, high = state
+        return pairs.loss(scores, high=high)
+
+    def fixed_weight_loss(self, y_true, y_pred, group, at) -> float:
+        """The loss at ``y_pred`` with the ranks, pair weights and normalisation frozen at the
+        scores ``at``: the function whose exact gradient and hessian :meth:`grad_hess`
+        returns at ``y_pred == at``."""
+        labels = np.asarray(y_true)
+        offsets = check_group(group, labels.shape[0])
+        pairs, high = self._state(labels, offsets)
+        scores = check_scores(y_pred, labels.shape[0], offsets)
+        ref = check_scores(at, labels.shape[0], offsets)
+        return float(np.sum(pairs.loss(scores, high=high, at=ref)))
