@@ -7,6 +7,7 @@ from .ranker import Ranker
 from .objectives import (
     RankingObjective,
     cosine,
+    ips_listnet,
     listmle,
     listmle_topk,
     listnet,
@@ -24,6 +25,7 @@ __all__ = [
     "__version__",
     "cosine",
     "datasets",
+    "ips_listnet",
     "listmle",
     "listmle_topk",
     "listnet",

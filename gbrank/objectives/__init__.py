@@ -1,6 +1,7 @@
 """Ranking objectives: one module per loss, all sharing the protocol in ``_base``."""
 
 from ._base import RankingObjective
+from .clicks import ips_listnet
 from .cosine import cosine
 from .listnet import listnet
 from .ndcg_boost import ndcg_boost
@@ -10,6 +11,7 @@ from .ranknet import ranknet, wranknet
 __all__ = [
     "RankingObjective",
     "cosine",
+    "ips_listnet",
     "listmle",
     "listmle_topk",
     "listnet",
