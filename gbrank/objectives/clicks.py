@@ -129,7 +129,7 @@ def check_positions(position, clicks, offsets, n_known: int | None) -> np.ndarra
         frac = ~np.isfinite(pos) | (pos != np.floor(pos))
         if frac.any():
             row, q = _first_bad(frac, offsets)
-            raise ValueError(f"position[{row}] = {pos[row]!r} (query {q}) is not an integer")
+            raise ValueError(f"position[{row}] = {float(pos[row])!r} (query {q}) is not an integer")
     elif pos.dtype.kind not in "iu":
         raise TypeError(f"position must hold integers, got dtype {pos.dtype}")
     pos = pos.astype(np.int64)
@@ -260,7 +260,7 @@ class IPSListNet(RankingObjective):
                 raise ValueError("propensity must be a non-empty 1-d array, one value per position")
             if not (np.isfinite(theta).all() and (theta > 0).all()):
                 p = int(np.flatnonzero(~(np.isfinite(theta) & (theta > 0)))[0]) + 1
-                raise ValueError(f"the propensity of position {p} is {theta[p - 1]!r}; propensities must be > 0")
+                raise ValueError(f"the propensity of position {p} is {float(theta[p - 1])!r}; propensities must be > 0")
             theta.setflags(write=False)
         for name, value, low in (("warmup", warmup, 0), ("update_every", update_every, 1)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
