@@ -6,7 +6,8 @@ eta and display setting, clicks are simulated on the training queries
 methods are trained on them with LightGBM, then scored by NDCG@10 on the test queries' true
 labels:
 
-* ``naive``: the softmax loss on raw clicks (``gbrank.ips_listnet(propensity=None)``);
+* ``naive``: the softmax loss on raw clicks of the shown documents (``gbrank.ips_listnet``
+  with unit propensities);
 * ``ips-known``: inverse propensity weighting with the true propensities;
 * ``ips-estimated``: propensities estimated jointly with the model (``propensity="estimate"``);
 * ``lgb-position``: LightGBM lambdarank on click counts with ``position`` (its position-bias
@@ -69,17 +70,16 @@ def lgb_train(params, X, label, group, rounds, objective, position=None):
     return lgb.train({**params, "objective": objective}, ds, rounds)
 
 
-def run_one(train, test, *, setting, eta, sessions, rounds, seed, threads):
+def run_one(train, test, *, setting, eta, sessions, rounds, seed, threads, logging_fraction):
     import xgboost as xgb
 
     top_k = int(train.group.max()) if setting == "all-shown" else 10
     policy = "plackett_luce" if setting == "top10-policy" else "deterministic"
     log = simulate_clicks(train.y, train.group, X=train.X, sessions_per_query=sessions, top_k=top_k, eta=eta,
-                          policy=policy, seed=seed)
+                          policy=policy, logging_fraction=logging_fraction, seed=seed)
     order = display_order(train, log.logging_scores)
     X, clicks, group = train.X[order], log.clicks[order].astype(np.float64), train.group
-    sizes = group
-    rank = np.arange(order.size) - np.repeat(np.cumsum(sizes) - sizes, sizes) + 1
+    rank = np.arange(order.size) - np.repeat(np.cumsum(group) - group, group) + 1
     position = log.position[order] if log.position is not None else None
     params = {"learning_rate": 0.1, "num_leaves": 15, "min_data_in_leaf": 20, "verbose": -1,
               "num_threads": threads, "seed": seed}
@@ -90,29 +90,39 @@ def run_one(train, test, *, setting, eta, sessions, rounds, seed, threads):
         return lgb_train(params, X, labels, group, rounds, fobj)
 
     models, extra = {}, {}
-    models["naive"] = ours(gbrank.ips_listnet(propensity=None), clicks)
-    if policy == "deterministic":
-        models["ips-known"] = ours(gbrank.ips_listnet(propensity=log.theta), clicks, position)
-        estimated = gbrank.ips_listnet()
-        models["ips-estimated"] = ours(estimated, clicks, position)
-        extra["propensity"] = estimated.propensity_
-    else:
+    models["ceiling"] = ours(gbrank.ips_listnet(propensity=None), log.relevance[order] * sessions)
+    if policy == "plackett_luce":
+        models["naive"] = ours(gbrank.ips_listnet(propensity=None), clicks)
+        # positions change from session to session: the policy-aware weights c / rho
         models["ips-policy-aware"] = ours(gbrank.ips_listnet(propensity=None), log.ips_weights()[order])
+        return evaluate(models, test), extra, log
+    # naive: unit propensities, so that as in a click log rows never shown take no part
+    models["naive"] = ours(gbrank.ips_listnet(propensity=np.ones(top_k)), clicks, position)
+    models["ips-known"] = ours(gbrank.ips_listnet(propensity=log.theta), clicks, position)
+    estimated = gbrank.ips_listnet()
+    models["ips-estimated"] = ours(estimated, clicks, position)
+    extra["propensity"] = estimated.propensity_
+    # the engines see every row at its rank in the logging order (rows past the cut-off,
+    # never clicked, at ranks beyond it)
     counts = clicks.astype(np.int64)
-    gain = list(range(int(counts.max()) + 1))
-    models["lgb-position"] = lgb_train({**params, "label_gain": gain}, X, counts, group, rounds, "lambdarank",
-                                       position=rank)
+    models["lgb-position"] = lgb_train({**params, "label_gain": list(range(int(counts.max()) + 1))}, X, counts,
+                                       group, rounds, "lambdarank", position=rank)
     dtrain = xgb.DMatrix(X, clicks, qid=np.repeat(np.arange(group.size), group))
     models["xgb-unbiased"] = xgb.train(
         {"objective": "rank:ndcg", "lambdarank_unbiased": True, "ndcg_exp_gain": False, "eta": 0.1,
          "max_depth": 6, "nthread": threads, "seed": seed}, dtrain, rounds)
-    models["ceiling"] = ours(gbrank.ips_listnet(propensity=None), log.relevance[order] * sessions)
+    return evaluate(models, test), extra, log
+
+
+def evaluate(models, test):
+    import xgboost as xgb
+
     per_query = {}
     dtest = xgb.DMatrix(test.X)
     for name, model in models.items():
         pred = model.predict(dtest) if name.startswith("xgb") else model.predict(test.X)
         per_query[name] = ndcg(test.y, pred, test.group, k=10, per_query=True)
-    return per_query, extra, log
+    return per_query
 
 
 def main(argv=None):
@@ -123,12 +133,14 @@ def main(argv=None):
     parser.add_argument("--settings", nargs="+", default=None,
                         help="all-shown, top10, top10-policy (default all-shown; all with --full)")
     parser.add_argument("--sessions", type=int, default=50, help="sessions per training query")
+    parser.add_argument("--logging-fraction", type=float, default=0.002,
+                        help="share of the training queries the weak logging ranker is fitted on (at least one)")
     parser.add_argument("--rounds", type=int, default=100, help="boosting rounds")
     parser.add_argument("--folds", nargs="+", type=int, default=[1], help="LETOR folds")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--full", action="store_true", help="every dataset, eta and setting")
-    parser.add_argument("--out", type=Path, default=None, help="write results.csv, results.md, propensity.png here")
+    parser.add_argument("--out", type=Path, default=None, help="write results.csv, results.inc (a Markdown table), propensity.csv and propensity.png here")
     args = parser.parse_args(argv)
     datasets = args.datasets or (["generated", "mq2008", "ohsumed"] if args.full else ["generated"])
     etas = args.etas or ([0.5, 1.0, 2.0] if args.full else [1.0])
@@ -147,7 +159,8 @@ def main(argv=None):
                     for eta in etas:
                         start = time.perf_counter()
                         per_query, extra, log = run_one(train, test, setting=setting, eta=eta, sessions=args.sessions,
-                                                        rounds=args.rounds, seed=seed, threads=args.threads)
+                                                        rounds=args.rounds, seed=seed, threads=args.threads,
+                                                        logging_fraction=args.logging_fraction)
                         key = f"{dataset}/{setting}/eta={eta:g}"
                         for method, values in per_query.items():
                             for q, v in enumerate(values):
@@ -173,7 +186,7 @@ def main(argv=None):
         args.out.mkdir(parents=True, exist_ok=True)
         table.to_csv(args.out / "results.csv", index=False)
         prop.to_csv(args.out / "propensity.csv", index=False)
-        (args.out / "results.md").write_text(markdown(table))
+        (args.out / "results.inc").write_text(markdown(table))
         if not prop.empty:
             plot_propensity(prop, args.out / "propensity.png")
 
@@ -182,6 +195,7 @@ def summarise(per_query: pd.DataFrame) -> pd.DataFrame:
     means = per_query.groupby(["dataset", "method"], sort=False)["ndcg@10"].mean().unstack("method")
     tests = significance(per_query, baseline="naive").set_index(["dataset", "method"])
     out = []
+    means = means[[m for m in METHODS + ["ips-policy-aware"] if m in means.columns]]
     for dataset, row in means.iterrows():
         gap = row["ceiling"] - row["naive"]
         for method, value in row.dropna().items():

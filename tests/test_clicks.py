@@ -293,3 +293,23 @@ def test_estimated_propensity_is_exposed_and_a_second_training_repeats_the_first
     assert copy.deepcopy(obj).propensity_ is not None
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(obj)).propensity_, theta_first)
     assert repr(obj) == "ips_listnet(propensity='estimate', warmup=2, update_every=2, hess_floor=1e-06, hess_scale=1.0)"
+
+
+def test_rows_never_shown_take_no_part_in_the_loss():
+    theta = [1.0, 0.5, 0.25]
+    clicks = np.array([3.0, 0.0, 1.0, 2.0, 0.0, 0.0, 1.0])
+    pos = np.array([1, -1, 2, 3, -1, 1, 2])
+    s = np.array([0.3, 5.0, -0.2, 0.1, -3.0, 0.4, 0.0])
+    sizes = [5, 2]
+    obj = gbrank.ips_listnet(propensity=theta, hess_floor=0.0)
+    grad, hess = obj.grad_hess(clicks, s, sizes, position=pos)
+    assert grad[1] == grad[4] == hess[1] == hess[4] == 0.0
+    shown = pos >= 1
+    sub = gbrank.ips_listnet(propensity=theta, hess_floor=0.0)
+    g_sub, h_sub = sub.grad_hess(clicks[shown], s[shown], [3, 2], position=pos[shown])
+    np.testing.assert_array_equal(grad[shown], g_sub)
+    np.testing.assert_array_equal(hess[shown], h_sub)
+    assert obj.loss(clicks, s, sizes, position=pos) == sub.loss(clicks[shown], s[shown], [3, 2], position=pos[shown])
+    # a query with no row shown contributes nothing
+    g, _ = obj.grad_hess([0.0, 0.0, 1.0], [1.0, 2.0, 0.0], [2, 1], position=[-1, -1, 1])
+    np.testing.assert_array_equal(g, 0.0)

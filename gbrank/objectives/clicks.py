@@ -29,8 +29,11 @@ ListNet's top-one loss with unnormalised targets (:func:`gbrank.listnet`'s kerne
 both), so a query's gradients sum to zero and a query without clicks contributes nothing.
 
 Unbiasedness needs :math:`\theta_{p_i} > 0` wherever :math:`\gamma_i > 0`. A document never
-shown has no propensity: with a deterministic top-k cut-off it stays in the softmax with
-:math:`w_i = 0`, and the loss is biased against it. A stochastic logging policy that can
+shown (position -1) has no propensity and no clicks; it takes no part in the loss (the
+softmax runs over the shown documents of the query: zero gradient), so it is neither pushed
+down as irrelevant nor learnt from. With a deterministic top-k cut-off the loss is then
+unbiased for the full-information loss over the shown documents only, and what the model
+learns about the others comes from the features alone. A stochastic logging policy that can
 show every document, with the policy-aware propensity
 :math:`\rho_i = E_\pi[\theta_{\mathrm{rank}(i)}]` (Oosterhuis and de Rijke, CIKM 2020),
 restores unbiasedness: pass :math:`c_i / \rho_i` as labels with ``propensity=None``.
@@ -38,23 +41,32 @@ restores unbiasedness: pass :math:`c_i / \rho_i` as labels with ``propensity=Non
 Estimated propensities
 ----------------------
 With ``propensity="estimate"`` the propensities are estimated from the clicks alone, jointly
-with the model, in the manner of the dual learning algorithm (Ai et al., SIGIR 2018): the
-model's softmax within a query estimates relative relevance,
-:math:`\hat\gamma_i \propto \pi_i`, and by :math:`E[c_i / \gamma_i] = N \theta_{p_i}`,
+with the model, without interventions. The position-based model says
+:math:`E[c_i] = N \theta_{p_i} \gamma_i`; the model's scores stand for the relevance,
+:math:`\gamma_i = \kappa_q e^{a s_i}` within query :math:`q` (the IPS softmax loss is
+minimised by :math:`\mathrm{softmax}(s) \propto \gamma`, so :math:`a = 1` at its optimum;
+the fitted slope :math:`a` absorbs an under- or over-fitted scale of the scores). The
+propensities, the per-query factors :math:`\kappa_q` and :math:`a` are fitted to the
+clicks by Poisson quasi-likelihood (consistent for the mean whatever the variance), by
+alternating the exact updates
 
 .. math::
 
-    \frac{\hat\theta_p}{\hat\theta_1} =
-    \frac{\sum_q c_{q,p} / \pi_{q,p}}{\sum_q c_{q,1} / \pi_{q,1}},
+    \kappa_q = \frac{\sum_{i \in q} c_i}{\sum_{i \in q} \theta_{p_i} e^{a s_i}}, \qquad
+    \theta_p = \frac{\sum_{i:\, p_i = p} c_i}{\sum_{i:\, p_i = p} \kappa_{q(i)} e^{a s_i}}
 
-the sums running over the queries that show both positions, where :math:`c_{q,p}` and
-:math:`\pi_{q,p}` belong to the document shown at position :math:`p` of query :math:`q`.
-Relevance being compared within a query only, the unknown per-query scale of
-:math:`\pi` cancels. The estimate starts at :math:`\hat\theta = 1` (the naive loss), is
-first made after ``warmup`` boosting iterations and then every ``update_every`` ones from
-the current scores. It is identified through the features only: the model cannot see the
-position, so position effects that the features do not explain end up in
-:math:`\hat\theta`. This needs a deterministic logging policy (one position per document).
+with a Newton step in :math:`a`, and reported relative to position 1. This is the
+M-step of regression-EM (Wang et al., WSDM 2018) for a relevance model given by the
+current ranker, in the spirit of the dual learning algorithm (Ai et al., SIGIR 2018).
+
+The estimate starts from equal relevance within each query (:math:`s = 0`: each position's
+click rate relative to its query's clicks), which overstates the decay, as the logging
+ranker puts relevant documents on top; after ``warmup`` boosting iterations and then every
+``update_every`` ones it is re-fitted from the current scores. It is identified through the
+features only: the model cannot see the position, so the part of the position effect that
+the features explain (a logging ranker built on the same features) cannot be told from
+relevance, and the estimate leans towards the propensities it was trained with. This needs a
+deterministic logging policy (one position per document).
 
 Positions
 ---------
@@ -191,7 +203,7 @@ def _scores_constant_per_query(scores, offsets) -> bool:
 
 def estimate_propensity(scores, clicks, position, offsets, n_positions: int, *, n_rounds: int = 30) -> np.ndarray:
     r"""Propensities :math:`\hat\theta_p`, p = 1..n_positions, relative to position 1, from
-    clicks and the model's scores (see the module documentation).
+    clicks and the model's scores (see the module documentation; ``n_rounds`` alternations).
 
     Fits :math:`E[c_i] = \theta_{p_i} \kappa_q e^{a s_i}` by Poisson quasi-likelihood with
     alternating exact updates of :math:`\kappa` and :math:`\theta` and a Newton step in
@@ -228,9 +240,10 @@ def estimate_propensity(scores, clicks, position, offsets, n_positions: int, *, 
 class _Fit:
     """The estimate kept for one training set (mutable, guarded by the objective's lock)."""
 
-    def __init__(self, n_positions: int) -> None:
+    def __init__(self, initial: np.ndarray) -> None:
         self.calls = 0
-        self.theta = np.ones(n_positions)
+        self.initial = initial
+        self.theta = initial.copy()
 
 
 class IPSListNet(RankingObjective):
@@ -311,7 +324,7 @@ class IPSListNet(RankingObjective):
             Clicks per row (non-negative: counts, or with ``propensity=None`` already
             inverse-propensity weighted).
         y_pred, group, weight
-            As :meth:`gbrank.objectives.RankingObjective.grad_hess`.
+            As :meth:`gbrank.objectives._base.RankingObjective.grad_hess`.
         position : array-like of int, shape (n_rows,)
             Display position of each row, 1 at the top, -1 if never shown. Needed unless
             ``propensity=None``.
@@ -390,18 +403,26 @@ class IPSListNet(RankingObjective):
             return {"offsets": offsets, "weight": clicks}
         known = self.propensity.size if self.mode == "known" else None
         pos = check_positions(position, clicks, offsets, known)
+        coverage = {"shown": None}
+        if (pos == -1).any():
+            shown = pos >= 1
+            sizes = np.diff(offsets)
+            per_query = np.bincount(np.repeat(np.arange(sizes.size), sizes)[shown], minlength=sizes.size)
+            coverage = {"shown": np.flatnonzero(shown), "shown_offsets": np.concatenate(([0], np.cumsum(per_query)))}
         if self.mode == "known":
-            weight = np.zeros(clicks.shape[0])
-            hit = clicks > 0
-            weight[hit] = clicks[hit] / self.propensity[pos[hit] - 1]
-            return {"offsets": offsets, "weight": weight}
+            return {"offsets": offsets, "weight": self._weights(clicks, pos, self.propensity), **coverage}
         n_positions = max(int(pos.max()), 1) if pos.size else 1
+        # the start: equal relevance within each query, i.e. the click-through rate of each
+        # position relative to its query's clicks
+        initial = estimate_propensity(np.zeros(clicks.shape[0]), clicks, pos, offsets, n_positions)
+        initial = np.maximum(np.where(np.isnan(initial), 1.0, initial), _MIN_PROPENSITY)
         return {
             "offsets": offsets,
             "clicks": clicks,
             "position": pos,
-            "fit": _Fit(n_positions),
-            "weight": self._weights(clicks, pos, np.ones(n_positions)),
+            "fit": _Fit(initial),
+            "weight": self._weights(clicks, pos, initial),
+            **coverage,
         }
 
     @staticmethod
@@ -421,7 +442,7 @@ class IPSListNet(RankingObjective):
             if _scores_constant_per_query(scores, state["offsets"]):
                 # the engines start from a constant score: a new training starts afresh
                 fit.calls = 0
-                fit.theta = np.ones_like(fit.theta)
+                fit.theta = fit.initial.copy()
                 state["weight"] = self._weights(state["clicks"], state["position"], fit.theta)
             t = fit.calls
             fit.calls += 1
@@ -434,12 +455,24 @@ class IPSListNet(RankingObjective):
             self._fitted["propensity"] = fit.theta.copy()
 
     # ----------------------------------------------------------------- kernels
+    def _run(self, state, scores, grad, hess, want_loss):
+        rows = state.get("shown")
+        if rows is None:
+            return ips_softmax_kernel(scores, state["weight"], state["offsets"], grad, hess, want_loss)
+        # rows never shown take no part: the softmax runs over each query's shown rows
+        g = np.zeros(rows.size)
+        h = np.zeros(rows.size)
+        loss = ips_softmax_kernel(scores[rows], state["weight"][rows], state["shown_offsets"], g, h, want_loss)
+        grad[rows] = g
+        hess[rows] = h
+        return loss
+
     def _grad_hess(self, state, scores, grad, hess):
-        ips_softmax_kernel(scores, state["weight"], state["offsets"], grad, hess, False)
+        self._run(state, scores, grad, hess, False)
 
     def _loss(self, state, scores):
         n = scores.shape[0]
-        return ips_softmax_kernel(scores, state["weight"], state["offsets"], np.zeros(n), np.zeros(n), True)
+        return self._run(state, scores, np.zeros(n), np.zeros(n), True)
 
 
 def ips_listnet(
@@ -469,11 +502,11 @@ def ips_listnet(
         :math:`\theta_1, \theta_2, \dots` of positions 1, 2, .... None: the labels are
         already inverse-propensity weighted clicks :math:`c_i / \rho_i` (for example the
         policy-aware weights of a stochastic logging policy,
-        :meth:`gbrank.datasets.ClickLog.ips_weights`), or raw clicks for the naive loss;
+        :meth:`gbrank.datasets.clicks.ClickLog.ips_weights`), or raw clicks for the naive loss;
         positions are not read.
     warmup : int, default=10
-        Boosting iterations on the current estimate (at first :math:`\hat\theta = 1`)
-        before the first re-estimation (``"estimate"`` only).
+        Boosting iterations on the starting estimate (each position's click rate within
+        its queries) before the first re-estimation from the scores (``"estimate"`` only).
     update_every : int, default=5
         Iterations between re-estimations (``"estimate"`` only).
     hess_floor : float, default=1e-6
