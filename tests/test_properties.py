@@ -24,6 +24,26 @@ import gbrank
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # --------------------------------------------------------------------------- objectives
+class RowOrderPositions:
+    """A click objective fed the row order within each query as the display position
+    (XGBoost's convention), so that it takes the same calls as the others."""
+
+    def __init__(self, objective):
+        self.objective = objective
+        self.shift_invariant = objective.shift_invariant
+
+    @staticmethod
+    def _position(sizes):
+        return np.concatenate([np.arange(1, n + 1) for n in sizes])
+
+    def grad_hess(self, y, s, sizes, weight=None):
+        return self.objective.grad_hess(y, s, sizes, weight, position=self._position(sizes))
+
+    def loss(self, y, s, sizes):
+        return self.objective.loss(y, s, sizes, position=self._position(sizes))
+
+
+THETA = [1.0, 0.5, 1 / 3, 0.25, 0.2, 1 / 6]
 # Deterministic and smooth in the scores: the loss has the gradient the objective returns.
 SMOOTH = {
     "listmle": lambda **kw: gbrank.listmle(ties="input", **kw),
@@ -43,6 +63,8 @@ SMOOTH = {
     "cosine_target_k": lambda **kw: gbrank.cosine(k=2, target="linear", **kw),
     "ndcg_boost": lambda **kw: gbrank.ndcg_boost(**kw),
     "ndcg_boost_linear": lambda **kw: gbrank.ndcg_boost(gain="linear", **kw),
+    "ips_listnet": lambda **kw: RowOrderPositions(gbrank.ips_listnet(propensity=THETA, **kw)),
+    "ips_listnet_weighted": lambda **kw: gbrank.ips_listnet(propensity=None, **kw),
 }
 # Piecewise smooth: the pairs kept change where two scores cross.
 TRUNCATED = {"ranknet_truncated": lambda **kw: gbrank.ranknet(truncation=2, **kw)}
@@ -60,10 +82,12 @@ ALL = {**SMOOTH, **TRUNCATED, **RANDOM, **BY_SCORE}
 PLACKETT_LUCE = {"listmle", "listmle_topk", "wlistmle", "wlistmle_best_rank", "plackett_luce"}
 # Hessian = exact diagonal of the loss's hessian; the others return a bounding surrogate.
 EXACT_HESSIAN = sorted(PLACKETT_LUCE | {"ranknet", "ranknet_sigma", "wranknet", "wranknet_linear",
-                                        "listnet", "listnet_k2", "listnet_k3", "listnet_target_k"})
+                                        "listnet", "listnet_k2", "listnet_k3", "listnet_target_k",
+                                        "ips_listnet", "ips_listnet_weighted"})
 SURROGATE_BOUND = {"cosine_target_k": 6.0, "cosine": 6.0, "ndcg_boost": 1.0, "ndcg_boost_linear": 1.0}
 # Loss depends on tied documents' order only through ties="input" (Plackett-Luce family).
-TIE_SYMMETRIC = sorted(set(SMOOTH) - PLACKETT_LUCE) + sorted(TRUNCATED)
+# (ips_listnet reads positions from the row order, which a permutation changes)
+TIE_SYMMETRIC = sorted(set(SMOOTH) - PLACKETT_LUCE - {"ips_listnet"}) + sorted(TRUNCATED)
 
 
 # --------------------------------------------------------------------------- strategies

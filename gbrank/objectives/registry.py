@@ -119,6 +119,10 @@ for _spec in (
                   labels="exp2"),
     ObjectiveSpec("ndcg_boost", "gbrank.objectives.ndcg_boost", "ndcg-boost", "NDCG_Boost relaxation (Valizadegan et al. 2009)",
                   labels="exp2"),
+    ObjectiveSpec("ips_listnet", "gbrank.objectives.clicks", "clicks",
+                  "IPS softmax on clicks with known or jointly estimated propensities (Ai et al. 2018)",
+                  labels="any", examples=({"propensity": [1.0, 0.5, 1 / 3, 0.25, 0.2, 1 / 6]}, {}, {"propensity": None}),
+                  in_default_bench=False),
 ):
     register(_spec)
 del _spec

@@ -1,0 +1,247 @@
+"""Learning to rank from simulated position-biased clicks: how much of the bias is removed.
+
+For each dataset (generated data, MQ2008 and OHSUMED when present), click model severity
+eta and display setting, clicks are simulated on the training queries
+(``gbrank.datasets.simulate_clicks``, a weak logging ranker fitted on 5% of them) and these
+methods are trained on them with LightGBM, then scored by NDCG@10 on the test queries' true
+labels:
+
+* ``naive``: the softmax loss on raw clicks of the shown documents (``gbrank.ips_listnet``
+  with unit propensities);
+* ``ips-known``: inverse propensity weighting with the true propensities;
+* ``ips-estimated``: propensities estimated jointly with the model (``propensity="estimate"``);
+* ``lgb-position``: LightGBM lambdarank on click counts with ``position`` (its position-bias
+  model);
+* ``xgb-unbiased``: XGBoost ``rank:ndcg`` with ``lambdarank_unbiased`` (rows in display order);
+* ``ceiling``: the softmax loss on the true relevance probabilities (full information).
+
+Settings: ``all-shown`` (every document shown, the cut-off at least the longest list) and
+``top10`` (a deterministic top-10 cut-off); ``top10-policy`` samples each session's ranking
+from a Plackett-Luce logging policy and trains on the policy-aware weights.
+
+The table gives each method's test NDCG@10, the share of the naive-to-ceiling gap it closes
+and paired tests against ``naive`` over test queries (``gbrank.bench.stats.significance``).
+
+    python benchmarks/bench_clicks.py                    # quick run, generated data only
+    python benchmarks/bench_clicks.py --full --out docs/clicks   # the docs' figures
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import gbrank
+from gbrank._data_dir import data_dir
+from gbrank.bench.stats import significance
+from gbrank.datasets import RankingData, load_letor_fold, make_ranking, simulate_clicks, split_queries
+from gbrank.metrics import ndcg
+
+METHODS = ["naive", "ips-known", "ips-estimated", "lgb-position", "xgb-unbiased", "ceiling"]
+
+
+def load(name: str, fold: int, seed: int):
+    if name == "generated":
+        data = make_ranking(1000, (30, 30), 40, noise=1.0, seed=seed)
+        train, test = split_queries(data, (0.7, 0.3), seed=seed)
+        return train, test
+    root = data_dir()
+    sub = {"mq2008": "letor4_mq2008", "ohsumed": "letor3_ohsumed/QueryLevelNorm"}[name]
+    if root is None or not (root / sub).is_dir():
+        return None
+    splits = load_letor_fold(root / sub, fold)
+    return splits.train, splits.test
+
+
+def display_order(train: RankingData, logging_scores: np.ndarray) -> np.ndarray:
+    """Rows of each query sorted by the logging ranker's order (stable, as the simulator)."""
+    query = np.repeat(np.arange(train.group.size), train.group)
+    return np.lexsort((np.arange(query.size), -logging_scores, query))
+
+
+def lgb_train(params, X, label, group, rounds, objective, position=None):
+    import lightgbm as lgb
+
+    ds = lgb.Dataset(X, label, group=group, position=position, free_raw_data=False)
+    return lgb.train({**params, "objective": objective}, ds, rounds)
+
+
+def run_one(train, test, *, setting, eta, sessions, rounds, seed, threads, logging_fraction):
+    import xgboost as xgb
+
+    top_k = int(train.group.max()) if setting == "all-shown" else 10
+    policy = "plackett_luce" if setting == "top10-policy" else "deterministic"
+    log = simulate_clicks(train.y, train.group, X=train.X, sessions_per_query=sessions, top_k=top_k, eta=eta,
+                          policy=policy, logging_fraction=logging_fraction, seed=seed)
+    order = display_order(train, log.logging_scores)
+    X, clicks, group = train.X[order], log.clicks[order].astype(np.float64), train.group
+    rank = np.arange(order.size) - np.repeat(np.cumsum(group) - group, group) + 1
+    position = log.position[order] if log.position is not None else None
+    params = {"learning_rate": 0.1, "num_leaves": 15, "min_data_in_leaf": 20, "verbose": -1,
+              "num_threads": threads, "seed": seed}
+
+    def ours(obj, labels, pos=None):
+        def fobj(preds, _):
+            return obj.grad_hess(labels, preds, group, position=pos)
+        return lgb_train(params, X, labels, group, rounds, fobj)
+
+    models, extra = {}, {}
+    models["ceiling"] = ours(gbrank.ips_listnet(propensity=None), log.relevance[order] * sessions)
+    if policy == "plackett_luce":
+        models["naive"] = ours(gbrank.ips_listnet(propensity=None), clicks)
+        # positions change from session to session: the policy-aware weights c / rho
+        models["ips-policy-aware"] = ours(gbrank.ips_listnet(propensity=None), log.ips_weights()[order])
+        return evaluate(models, test), extra, log
+    # naive: unit propensities, so that as in a click log rows never shown take no part
+    models["naive"] = ours(gbrank.ips_listnet(propensity=np.ones(top_k)), clicks, position)
+    models["ips-known"] = ours(gbrank.ips_listnet(propensity=log.theta), clicks, position)
+    estimated = gbrank.ips_listnet()
+    models["ips-estimated"] = ours(estimated, clicks, position)
+    extra["propensity"] = estimated.propensity_
+    # the engines see every row at its rank in the logging order (rows past the cut-off,
+    # never clicked, at ranks beyond it)
+    counts = clicks.astype(np.int64)
+    models["lgb-position"] = lgb_train({**params, "label_gain": list(range(int(counts.max()) + 1))}, X, counts,
+                                       group, rounds, "lambdarank", position=rank)
+    dtrain = xgb.DMatrix(X, clicks, qid=np.repeat(np.arange(group.size), group))
+    models["xgb-unbiased"] = xgb.train(
+        {"objective": "rank:ndcg", "lambdarank_unbiased": True, "ndcg_exp_gain": False, "eta": 0.1,
+         "max_depth": 6, "nthread": threads, "seed": seed}, dtrain, rounds)
+    return evaluate(models, test), extra, log
+
+
+def evaluate(models, test):
+    import xgboost as xgb
+
+    per_query = {}
+    dtest = xgb.DMatrix(test.X)
+    for name, model in models.items():
+        pred = model.predict(dtest) if name.startswith("xgb") else model.predict(test.X)
+        per_query[name] = ndcg(test.y, pred, test.group, k=10, per_query=True)
+    return per_query
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", nargs="+", default=None,
+                        help="generated, mq2008, ohsumed (default: generated; all with --full)")
+    parser.add_argument("--etas", nargs="+", type=float, default=None, help="default 1 (0.5 1 2 with --full)")
+    parser.add_argument("--settings", nargs="+", default=None,
+                        help="all-shown, top10, top10-policy (default all-shown; all with --full)")
+    parser.add_argument("--sessions", type=int, default=50, help="sessions per training query")
+    parser.add_argument("--logging-fraction", type=float, default=0.002,
+                        help="share of the training queries the weak logging ranker is fitted on (at least one)")
+    parser.add_argument("--rounds", type=int, default=100, help="boosting rounds")
+    parser.add_argument("--folds", nargs="+", type=int, default=[1], help="LETOR folds")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--full", action="store_true", help="every dataset, eta and setting")
+    parser.add_argument("--out", type=Path, default=None, help="write results.csv, results.inc (a Markdown table), propensity.csv and propensity.png here")
+    args = parser.parse_args(argv)
+    datasets = args.datasets or (["generated", "mq2008", "ohsumed"] if args.full else ["generated"])
+    etas = args.etas or ([0.5, 1.0, 2.0] if args.full else [1.0])
+    settings = args.settings or (["all-shown", "top10", "top10-policy"] if args.full else ["all-shown"])
+
+    rows, propensities = [], []
+    for dataset in datasets:
+        for fold in args.folds if dataset != "generated" else [1]:
+            for seed in args.seeds:
+                loaded = load(dataset, fold, seed)
+                if loaded is None:
+                    print(f"{dataset}: data not found, skipped")
+                    break
+                train, test = loaded
+                for setting in settings:
+                    for eta in etas:
+                        start = time.perf_counter()
+                        per_query, extra, log = run_one(train, test, setting=setting, eta=eta, sessions=args.sessions,
+                                                        rounds=args.rounds, seed=seed, threads=args.threads,
+                                                        logging_fraction=args.logging_fraction)
+                        key = f"{dataset}/{setting}/eta={eta:g}"
+                        for method, values in per_query.items():
+                            for q, v in enumerate(values):
+                                rows.append({"dataset": key, "method": method, "fold": f"{fold}/{seed}",
+                                             "query": q, "ndcg@10": float(v)})
+                        if "propensity" in extra:
+                            for p, (est, true) in enumerate(zip(extra["propensity"], log.theta), start=1):
+                                propensities.append({"dataset": dataset, "setting": setting, "eta": eta, "fold": fold,
+                                                     "seed": seed, "position": p, "estimated": est, "true": true})
+                        means = {m: float(np.mean(v)) for m, v in per_query.items()}
+                        print(f"{key} fold {fold} seed {seed} ({time.perf_counter() - start:.0f} s): "
+                              + ", ".join(f"{m} {v:.4f}" for m, v in means.items()), flush=True)
+    per_query = pd.DataFrame(rows)
+    table = summarise(per_query)
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(table.to_string(index=False))
+    prop = pd.DataFrame(propensities)
+    if not prop.empty:
+        err = prop[prop["position"] <= 10].assign(rel=lambda f: (f["estimated"] / f["true"] - 1).abs())
+        print("largest relative error of the estimated propensity, positions 1-10:")
+        print(err.groupby(["dataset", "setting", "eta"])["rel"].max().to_string())
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        table.to_csv(args.out / "results.csv", index=False)
+        prop.to_csv(args.out / "propensity.csv", index=False)
+        (args.out / "results.inc").write_text(markdown(table))
+        if not prop.empty:
+            plot_propensity(prop, args.out / "propensity.png")
+
+
+def summarise(per_query: pd.DataFrame) -> pd.DataFrame:
+    means = per_query.groupby(["dataset", "method"], sort=False)["ndcg@10"].mean().unstack("method")
+    tests = significance(per_query, baseline="naive").set_index(["dataset", "method"])
+    out = []
+    means = means[[m for m in METHODS + ["ips-policy-aware"] if m in means.columns]]
+    for dataset, row in means.iterrows():
+        gap = row["ceiling"] - row["naive"]
+        for method, value in row.dropna().items():
+            test = tests.loc[(dataset, method)] if (dataset, method) in tests.index else None
+            out.append({
+                "dataset": dataset, "method": method, "ndcg@10": value,
+                "gap_closed": (value - row["naive"]) / gap if gap > 0 else np.nan,
+                "t_pvalue": np.nan if test is None or method == "naive" else float(test["t_pvalue"]),
+                "wilcoxon_pvalue": np.nan if test is None or method == "naive" else float(test["wilcoxon_pvalue"]),
+            })
+    return pd.DataFrame(out)
+
+
+def markdown(table: pd.DataFrame) -> str:
+    lines = ["| data / setting / eta | method | NDCG@10 | gap closed | t-test p | Wilcoxon p |",
+             "|---|---|---:|---:|---:|---:|"]
+    for r in table.itertuples(index=False):
+        gap = "" if np.isnan(r.gap_closed) else f"{100 * r.gap_closed:.0f}%"
+        tp = "" if np.isnan(r.t_pvalue) else f"{r.t_pvalue:.2g}"
+        wp = "" if np.isnan(r.wilcoxon_pvalue) else f"{r.wilcoxon_pvalue:.2g}"
+        lines.append(f"| {r.dataset} | {r.method} | {r._2:.4f} | {gap} | {tp} | {wp} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_propensity(prop: pd.DataFrame, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = prop[prop["position"] <= 10]
+    datasets = list(shown["dataset"].unique())
+    fig, axes = plt.subplots(1, len(datasets), figsize=(4.2 * len(datasets), 3.6), squeeze=False)
+    for ax, dataset in zip(axes[0], datasets):
+        part = shown[shown["dataset"] == dataset]
+        for (setting, eta), g in part.groupby(["setting", "eta"]):
+            mean = g.groupby("position")[["estimated", "true"]].mean()
+            line, = ax.plot(mean.index, mean["true"], "-", alpha=0.6)
+            ax.plot(mean.index, mean["estimated"], "o--", color=line.get_color(), label=f"{setting}, eta={eta:g}")
+        ax.set_title(f"{dataset}: estimated (dots) vs true (line)")
+        ax.set_xlabel("position")
+        ax.set_ylabel("propensity (position 1 = 1)")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":
+    main()

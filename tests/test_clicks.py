@@ -1,0 +1,315 @@
+"""Click simulation (gbrank.datasets.simulate_clicks) and the IPS softmax objective."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+import numpy as np
+import pytest
+
+import gbrank
+from gbrank.datasets import click_probability, make_ranking, simulate_clicks
+from gbrank.objectives.clicks import estimate_propensity
+
+
+def direct_loss(weights, scores, sizes):
+    """-sum_i w_i log softmax(s)_i per query, written out with scipy's logsumexp."""
+    from scipy.special import logsumexp
+
+    total, start = 0.0, 0
+    for n in sizes:
+        s, w = scores[start:start + n], weights[start:start + n]
+        if n >= 2:
+            total += float(np.sum(w * (logsumexp(s) - s)))
+        start += n
+    return total
+
+
+def fd(f, x, h=1e-6):
+    return np.array([(f(x + e) - f(x - e)) / (2 * h) for e in np.eye(x.size) * h])
+
+
+# =========================================================================== simulation
+def test_click_rates_match_theta_times_relevance():
+    y = np.array([2, 0, 1, 2, 0, 1, 0, 2], dtype=float)
+    scores = np.array([8, 7, 6, 5, 4, 3, 2, 1], dtype=float)  # shown in row order
+    n = 40_000
+    log = simulate_clicks(y, [8], scores, sessions_per_query=n, top_k=8, eta=1.0, eps=0.1, seed=1)
+    p = np.arange(1, 9)
+    expected = (1.0 / p) * click_probability(y, eps=0.1)
+    np.testing.assert_array_equal(log.position, p)
+    rate = log.clicks / n
+    se = np.sqrt(expected * (1 - expected) / n)
+    assert np.all(np.abs(rate - expected) <= 4 * se)
+    np.testing.assert_allclose(click_probability([0, 1, 2], eps=0.1), [0.1, 0.1 + 0.9 / 3, 1.0])
+
+
+def test_top_k_cut_off_and_never_shown_rows():
+    y = np.array([0, 1, 2, 1, 0], dtype=float)
+    scores = np.array([1, 5, 4, 3, 2], dtype=float)
+    log = simulate_clicks(y, [5], scores, sessions_per_query=2000, top_k=3, eps=1.0, seed=0)
+    np.testing.assert_array_equal(log.position, [-1, 1, 2, 3, -1])
+    assert log.clicks[[0, 4]].sum() == 0 and (log.clicks[1:4] > 0).all()
+    np.testing.assert_array_equal(log.propensity, [0, 1, 0.5, 1 / 3, 0])
+
+
+def test_seeds_reproduce_and_differ():
+    d = make_ranking(50, 20, 8, seed=3)
+    a = simulate_clicks(d.y, d.group, X=d.X, sessions_per_query=30, seed=7)
+    b = simulate_clicks(d.y, d.group, X=d.X, sessions_per_query=30, seed=7)
+    c = simulate_clicks(d.y, d.group, X=d.X, sessions_per_query=30, seed=8)
+    np.testing.assert_array_equal(a.clicks, b.clicks)
+    assert not np.array_equal(a.clicks, c.clicks)
+
+
+def test_per_session_output_adds_up_to_the_counts():
+    d = make_ranking(20, (15, 15), 5, seed=0)
+    for policy in ("deterministic", "plackett_luce"):
+        log = simulate_clicks(d.y, d.group, X=d.X, sessions_per_query=25, top_k=5, policy=policy,
+                              per_session=True, n_policy_samples=50, seed=2)
+        assert log.session_rows.shape == (20 * 25, 5)
+        counts = np.bincount(log.session_rows[log.session_clicks], minlength=d.y.size)
+        np.testing.assert_array_equal(counts, log.clicks)
+        # every session shows distinct rows of its own query
+        start = np.concatenate(([0], np.cumsum(d.group)))[log.session_query]
+        assert ((log.session_rows >= start[:, None]) & (log.session_rows < start[:, None] + 15)).all()
+
+
+def test_cascade_clicks_at_most_once_per_session():
+    d = make_ranking(10, 10, 5, seed=1)
+    log = simulate_clicks(d.y, d.group, X=d.X, sessions_per_query=200, click_model="cascade", per_session=True)
+    assert log.session_clicks.sum(axis=1).max() <= 1
+
+
+def test_plackett_luce_propensity_is_the_expected_examination():
+    # two documents, top_k=1: P(first shown) = softmax, so rho = softmax(s) * theta_1
+    log = simulate_clicks([1, 0], [2], [1.0, 0.0], top_k=1, policy="plackett_luce", n_policy_samples=20_000,
+                          seed=0)
+    p = np.exp(1) / (np.exp(1) + 1)
+    np.testing.assert_allclose(log.propensity, [p, 1 - p], atol=0.02)
+    assert log.position is None
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"y": [0.5, 1]}, "non-negative integers"),
+    ({"scores": None}, "pass logging_scores, or X"),
+    ({"top_k": 0}, "top_k"),
+    ({"click_model": "dbn"}, "click_model"),
+    ({"policy": "random"}, "policy"),
+])
+def test_simulation_refuses_bad_input(kwargs, match):
+    args = {"y": [1, 0], "scores": [1.0, 0.0]}
+    y = kwargs.pop("y", args["y"])
+    scores = kwargs.pop("scores", args["scores"])
+    with pytest.raises(ValueError, match=match):
+        simulate_clicks(y, [2], scores, **kwargs)
+
+
+# =========================================================================== the loss
+@pytest.fixture(scope="module")
+def tiny():
+    rng = np.random.default_rng(0)
+    sizes = np.array([4, 3, 5])
+    y = rng.integers(0, 3, sizes.sum()).astype(float)
+    pos = np.concatenate([np.arange(1, n + 1) for n in sizes])
+    scores = rng.normal(size=sizes.sum())
+    return y, pos, scores, sizes
+
+
+def test_gradient_and_hessian_match_finite_differences_of_a_direct_loss(tiny):
+    y, pos, s, sizes = tiny
+    theta = np.array([1.0, 0.6, 0.4, 0.3, 0.25])
+    clicks = np.array([3, 0, 1, 2, 0, 4, 1, 2, 0, 0, 1, 5], dtype=float)
+    obj = gbrank.ips_listnet(propensity=theta, hess_floor=0.0)
+    grad, hess = obj.grad_hess(clicks, s, sizes, position=pos)
+    w = clicks / theta[pos - 1]
+    f = lambda x: direct_loss(w, x, sizes)  # noqa: E731
+    np.testing.assert_allclose(obj.loss(clicks, s, sizes, position=pos), f(s), rtol=1e-12)
+    np.testing.assert_allclose(grad, fd(f, s), rtol=1e-6, atol=1e-7)
+    h = 1e-4
+    second = np.array([(f(s + e) - 2 * f(s) + f(s - e)) / h**2 for e in np.eye(s.size) * h])
+    np.testing.assert_allclose(hess, second, rtol=1e-4, atol=1e-5)
+
+
+def test_ips_loss_averaged_over_click_draws_is_the_full_information_loss(tiny):
+    y, pos, s, sizes = tiny
+    eta, eps, n_sessions, n_draws = 1.0, 0.1, 20, 400
+    # logging scores that show each query's rows in row order, as pos says
+    logging = -pos.astype(float)
+    obj = gbrank.ips_listnet(propensity=(1.0 / np.arange(1, 6)) ** eta)
+    losses = []
+    grads = []
+    for seed in range(n_draws):
+        log = simulate_clicks(y, sizes, logging, sessions_per_query=n_sessions, top_k=5, eta=eta, eps=eps, seed=seed)
+        np.testing.assert_array_equal(log.position, pos)
+        losses.append(obj.loss(log.clicks, s, sizes, position=pos))
+        grads.append(obj.grad_hess(log.clicks, s, sizes, position=pos)[0])
+    full = direct_loss(n_sessions * click_probability(y, eps=eps), s, sizes)
+    mean, se = np.mean(losses), np.std(losses, ddof=1) / np.sqrt(n_draws)
+    assert abs(mean - full) < 4 * se
+    # and the naive loss is biased by much more than that
+    naive = gbrank.ips_listnet(propensity=None)
+    naive_mean = np.mean([naive.loss(simulate_clicks(y, sizes, logging, sessions_per_query=n_sessions, top_k=5,
+                                                     eta=eta, eps=eps, seed=d).clicks, s, sizes) for d in range(50)])
+    assert abs(naive_mean - full) > 20 * se
+    full_grad = gbrank.ips_listnet(propensity=None).grad_hess(n_sessions * click_probability(y, eps=eps), s, sizes)[0]
+    g = np.array(grads)
+    assert np.all(np.abs(g.mean(axis=0) - full_grad) < 4 * g.std(axis=0, ddof=1) / np.sqrt(n_draws) + 1e-12)
+
+
+def test_policy_aware_weights_are_unbiased_with_a_top_k_cut_off():
+    y = np.array([2, 0, 1, 0, 2, 1], dtype=float)
+    logging = np.array([0.5, 0.3, 0.2, 0.0, -0.2, -0.4])
+    s = np.array([0.1, -0.3, 0.4, 0.0, 0.2, -0.1])
+    n_sessions, n_draws = 30, 300
+    obj = gbrank.ips_listnet(propensity=None)
+    losses = [obj.loss(simulate_clicks(y, [6], logging, sessions_per_query=n_sessions, top_k=2,
+                                       policy="plackett_luce", n_policy_samples=20_000, seed=d).ips_weights(), s, [6])
+              for d in range(n_draws)]
+    full = direct_loss(n_sessions * click_probability(y), s, [6])
+    mean, se = np.mean(losses), np.std(losses, ddof=1) / np.sqrt(n_draws)
+    # the propensities are themselves sampled (20,000 rankings): allow their error too
+    assert abs(mean - full) < 4 * se + 0.01 * full
+
+
+def test_propensity_estimator_recovers_theta_from_clicks_given_the_relevance():
+    # scores that are exactly log relevance: the estimator must return theta
+    d = make_ranking(400, (10, 10), 6, seed=5)
+    log = simulate_clicks(d.y, d.group, X=d.X, sessions_per_query=400, top_k=10, eta=1.0, seed=1)
+    offsets = np.concatenate(([0], np.cumsum(d.group)))
+    theta = estimate_propensity(np.log(log.relevance), log.clicks.astype(float), log.position, offsets, 10)
+    np.testing.assert_allclose(theta, log.theta, rtol=0.05)
+    # a scale error in the scores (an under-fitted model) is absorbed by the fitted slope
+    theta_flat = estimate_propensity(0.5 * np.log(log.relevance), log.clicks.astype(float), log.position, offsets, 10)
+    np.testing.assert_allclose(theta_flat, log.theta, rtol=0.05)
+
+
+# =========================================================================== inputs
+@pytest.mark.parametrize("position, match", [
+    (None, "needs the display position of every row"),
+    ([1, 0, 2], r"position\[1\] = 0 at row 1 \(query 0\): positions are 1-based"),
+    ([1, 2, 7], r"position\[2\] = 7 at row 2 \(query 0\) is past the 3 known propensities"),
+    ([1, -1, 2], r"row 1 \(query 0\) has 2 clicks but position -1 \(never shown\)"),
+    ([1, -3, 2], "positions are 1-based"),
+    ([1.0, 2.5, 3.0], r"position\[1\] = 2.5 \(query 0\) is not an integer"),
+    ([1, 2], "position has shape"),
+])
+def test_bad_positions_are_refused_naming_row_and_query(position, match):
+    obj = gbrank.ips_listnet(propensity=[1.0, 0.5, 0.3])
+    with pytest.raises((ValueError, TypeError), match=match):
+        obj.grad_hess([1.0, 2.0, 0.0], [0.0, 0.0, 0.0], [3], position=position)
+
+
+def test_estimate_mode_needs_positions_but_weighted_labels_do_not():
+    with pytest.raises(ValueError, match="needs the display position"):
+        gbrank.ips_listnet().grad_hess([1.0, 0.0], [0.0, 0.0], [2])
+    grad, _ = gbrank.ips_listnet(propensity=None).grad_hess([1.0, 0.0], [0.0, 0.0], [2])
+    np.testing.assert_allclose(grad, [-0.5, 0.5])
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"propensity": [1.0, 0.0]}, "position 2 is 0.0"),
+    ({"propensity": "known"}, "propensity must be"),
+    ({"propensity": []}, "non-empty"),
+    ({"update_every": 0}, "update_every"),
+])
+def test_bad_settings_are_refused(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        gbrank.ips_listnet(**kwargs)
+
+
+def test_negative_clicks_are_refused():
+    with pytest.raises(ValueError, match="non-negative"):
+        gbrank.ips_listnet(propensity=[1.0]).grad_hess([-1.0, 0.0], [0.0, 0.0], [2], position=[1, 1])
+
+
+# =========================================================================== engines
+@pytest.fixture(scope="module")
+def click_data():
+    d = make_ranking(150, (12, 12), 10, seed=2)
+    log = simulate_clicks(d.y, d.group, X=d.X, sessions_per_query=100, top_k=12, eta=1.0, seed=0)
+    query = np.repeat(np.arange(d.group.size), d.group)
+    order = np.lexsort((log.position, query))  # every query's rows in display order
+    return d.X[order], log.clicks[order].astype(float), d.group, log.position[order], log
+
+
+def test_lightgbm_reads_positions_from_the_dataset(click_data):
+    lgb = pytest.importorskip("lightgbm")
+    X, clicks, group, pos, log = click_data
+    params = {"learning_rate": 0.1, "num_leaves": 7, "verbose": -1, "num_threads": 1, "seed": 0}
+    obj = gbrank.ips_listnet(propensity=log.theta)
+    via_dataset = lgb.train({**params, "objective": obj}, lgb.Dataset(X, clicks, group=group, position=pos), 5)
+    explicit = lgb.train(
+        {**params, "objective": lambda p, _: obj.grad_hess(clicks, p, group, position=pos)},
+        lgb.Dataset(X, clicks, group=group), 5,
+    )
+    np.testing.assert_allclose(via_dataset.predict(X), explicit.predict(X))
+    with pytest.raises(ValueError, match="needs the display position"):
+        lgb.train({**params, "objective": obj}, lgb.Dataset(X, clicks, group=group), 1)
+    shuffled = pos.copy()
+    shuffled[[0, 1]] = shuffled[[1, 0]]
+    # swapped in query 0, the first: LightGBM's ids still read 0, 1, 2, ... there, but the
+    # positions 1 and 2 that query 1 then shows in order come out as ids 1, 0
+    with pytest.raises(ValueError, match=r"not in display order at row 12 \(query 1\)"):
+        lgb.train({**params, "objective": obj}, lgb.Dataset(X, clicks, group=group, position=shuffled), 1)
+
+
+def test_xgboost_takes_the_row_order_as_the_position(click_data):
+    xgb = pytest.importorskip("xgboost")
+    X, clicks, group, pos, log = click_data
+    qid = np.repeat(np.arange(group.size), group)
+    obj = gbrank.ips_listnet(propensity=log.theta)
+    dtrain = xgb.DMatrix(X, clicks, qid=qid)
+    booster = xgb.train({"max_depth": 3, "nthread": 1, "min_child_weight": 0.0}, dtrain, 3, obj=obj)
+    grad, hess = obj(np.zeros(clicks.size), dtrain)
+    np.testing.assert_array_equal(grad, obj.grad_hess(clicks, np.zeros(clicks.size), group, position=pos)[0])
+    assert np.isfinite(booster.predict(dtrain)).all()
+
+
+def test_lgbmranker_without_positions_names_the_fix(click_data):
+    lgb = pytest.importorskip("lightgbm")
+    X, clicks, group, pos, log = click_data
+    with pytest.raises(ValueError, match="LGBMRanker passes no positions"):
+        lgb.LGBMRanker(objective=gbrank.ips_listnet(propensity=log.theta), n_estimators=1, verbose=-1).fit(
+            X, np.minimum(clicks, 30), group=group)
+
+
+def test_estimated_propensity_is_exposed_and_a_second_training_repeats_the_first(click_data):
+    lgb = pytest.importorskip("lightgbm")
+    X, clicks, group, pos, log = click_data
+    obj = gbrank.ips_listnet(warmup=2, update_every=2)
+    with pytest.raises(AttributeError, match="propensity_"):
+        obj.propensity_
+    params = {"objective": obj, "learning_rate": 0.2, "num_leaves": 7, "verbose": -1, "num_threads": 1}
+    first = lgb.train(params, lgb.Dataset(X, clicks, group=group, position=pos), 12)
+    theta_first = obj.propensity_
+    assert theta_first.shape == (12,) and theta_first[0] == 1.0
+    assert np.all(np.diff(theta_first[:6]) < 0)  # the estimate decays with the position
+    second = lgb.train(params, lgb.Dataset(X, clicks, group=group, position=pos), 12)
+    np.testing.assert_array_equal(obj.propensity_, theta_first)
+    np.testing.assert_array_equal(first.predict(X), second.predict(X))
+    # copies (lgb.train deep-copies its params) share the record; pickles carry it
+    assert copy.deepcopy(obj).propensity_ is not None
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(obj)).propensity_, theta_first)
+    assert repr(obj) == "ips_listnet(propensity='estimate', warmup=2, update_every=2, hess_floor=1e-06, hess_scale=1.0)"
+
+
+def test_rows_never_shown_take_no_part_in_the_loss():
+    theta = [1.0, 0.5, 0.25]
+    clicks = np.array([3.0, 0.0, 1.0, 2.0, 0.0, 0.0, 1.0])
+    pos = np.array([1, -1, 2, 3, -1, 1, 2])
+    s = np.array([0.3, 5.0, -0.2, 0.1, -3.0, 0.4, 0.0])
+    sizes = [5, 2]
+    obj = gbrank.ips_listnet(propensity=theta, hess_floor=0.0)
+    grad, hess = obj.grad_hess(clicks, s, sizes, position=pos)
+    assert grad[1] == grad[4] == hess[1] == hess[4] == 0.0
+    shown = pos >= 1
+    sub = gbrank.ips_listnet(propensity=theta, hess_floor=0.0)
+    g_sub, h_sub = sub.grad_hess(clicks[shown], s[shown], [3, 2], position=pos[shown])
+    np.testing.assert_array_equal(grad[shown], g_sub)
+    np.testing.assert_array_equal(hess[shown], h_sub)
+    assert obj.loss(clicks, s, sizes, position=pos) == sub.loss(clicks[shown], s[shown], [3, 2], position=pos[shown])
+    # a query with no row shown contributes nothing
+    g, _ = obj.grad_hess([0.0, 0.0, 1.0], [1.0, 2.0, 0.0], [2, 1], position=[-1, -1, 1])
+    np.testing.assert_array_equal(g, 0.0)
