@@ -214,6 +214,12 @@ def test_filtered_frames_with_empty_and_uneven_partitions_train(client, data):
         assert ndcg(kept.y, scores, kept.group, k=10) > ndcg(kept.y, np.zeros(len(kept)), kept.group, k=10)
 
 
+def test_bagging_by_query_is_refused(client, train_frame):
+    params = {"bagging_fraction": 0.5, "bagging_freq": 1, "bagging_by_query": True}
+    with pytest.raises(ValueError, match="bagging_by_query=False"):
+        gdask.train_lightgbm(client, train_frame, gbrank.listmle(), num_boost_round=2, params=params)
+
+
 def test_xgboost_objective_reads_the_rows_its_worker_resorted(client, data, train_frame):
     # Whole queries per partition but rows interleaved: XGBoost sorts each worker's rows by
     # qid, so an objective holding arrays from the client would see the wrong rows.

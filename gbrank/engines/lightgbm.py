@@ -97,7 +97,7 @@ def check_caller() -> None:
     as ``dataset``.
     """
     frame = sys._getframe(2)
-    for _ in range(4):
+    for _ in range(6):
         if frame is None:
             return
         if type(frame.f_locals.get("self")).__module__.startswith("lightgbm"):
