@@ -2,7 +2,9 @@
 main job with an empty numba cache against the same job with a warm one.
 
 Every figure is taken in a fresh Python process with its own, empty ``NUMBA_CACHE_DIR``, so
-that nothing compiled by an earlier measurement (or an earlier session) is reused:
+that nothing compiled by an earlier measurement (or an earlier session) is reused. Wall times
+are the figures; the process's CPU time is printed next to them, because on a loaded machine
+the wall time of compiling grows with the load while its CPU time does not:
 
 * ``import gbrank``: the import alone (interpreter start-up excluded), best of ``--repeat``
   fresh processes; the heavy libraries it pulled in are listed.
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shlex
 import subprocess
 import sys
@@ -48,11 +51,11 @@ METRICS = {
 
 _IMPORT = f"""
 import json, sys, time
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 import gbrank
-seconds = time.perf_counter() - t
+seconds, cpu = time.perf_counter() - t, time.process_time() - c
 heavy = [m for m in {HEAVY!r} if m in sys.modules]
-print(json.dumps({{"seconds": seconds, "heavy": heavy}}))
+print(json.dumps({{"seconds": seconds, "cpu": cpu, "heavy": heavy}}))
 """
 
 _DATA = """
@@ -63,23 +66,23 @@ rng = np.random.default_rng(0)
 group = np.full(30, 20, dtype=np.int32)
 y = rng.integers(0, 5, group.sum()).astype(np.float32)
 s = rng.normal(size=group.sum())
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 """
 
 _OBJECTIVE = _DATA + """
 from gbrank.objectives import registry
 obj = registry.get({name!r}).build()
 grad, hess = obj.grad_hess(y, s, group)
-seconds = time.perf_counter() - t
+seconds, cpu = time.perf_counter() - t, time.process_time() - c
 assert np.isfinite(grad).all() and np.isfinite(hess).all()
-print(json.dumps({{"seconds": seconds}}))
+print(json.dumps({{"seconds": seconds, "cpu": cpu}}))
 """
 
 _METRIC = _DATA + """
 value = getattr(gbrank.metrics, {func!r})(y, s, group, 10)
-seconds = time.perf_counter() - t
+seconds, cpu = time.perf_counter() - t, time.process_time() - c
 assert 0.0 <= value <= 1.0
-print(json.dumps({{"seconds": seconds}}))
+print(json.dumps({{"seconds": seconds, "cpu": cpu}}))
 """
 
 
@@ -105,31 +108,36 @@ def _verdict(value: float, target: float) -> str:
 
 def measure_import(repeat: int) -> None:
     runs = [_run_code(_IMPORT) for _ in range(repeat)]
-    best = min(r["seconds"] for r in runs)
+    best = min(runs, key=lambda r: r["seconds"])
     heavy = sorted({m for r in runs for m in r["heavy"]})
-    print(f"import gbrank: {best:6.2f} s (best of {repeat})   target {IMPORT_TARGET:.1f} s   "
-          f"{_verdict(best, IMPORT_TARGET)}")
+    print(f"import gbrank: {best['seconds']:6.2f} s (cpu {best['cpu']:5.2f} s; best of {repeat})   "
+          f"target {IMPORT_TARGET:.1f} s   {_verdict(best['seconds'], IMPORT_TARGET)}")
     print(f"  heavy libraries imported: {', '.join(heavy) if heavy else 'none'}")
 
 
 def measure_first_calls(objectives: list[str], metrics: list[str]) -> None:
     print(f"first call, empty numba cache (target {FIRST_CALL_TARGET:.1f} s each):")
-    for name in objectives:
-        seconds = _run_code(_OBJECTIVE.format(name=name))["seconds"]
-        print(f"  objective {name:<14} {seconds:6.2f} s   {_verdict(seconds, FIRST_CALL_TARGET)}", flush=True)
-    for name in metrics:
-        seconds = _run_code(_METRIC.format(func=METRICS[name]))["seconds"]
-        print(f"  metric    {name:<14} {seconds:6.2f} s   {_verdict(seconds, FIRST_CALL_TARGET)}", flush=True)
+    runs = [("objective", name, _OBJECTIVE.format(name=name)) for name in objectives]
+    runs += [("metric", name, _METRIC.format(func=METRICS[name])) for name in metrics]
+    for kind, name, code in runs:
+        got = _run_code(code)
+        print(f"  {kind:<9} {name:<14} {got['seconds']:6.2f} s (cpu {got['cpu']:5.2f} s)   "
+              f"{_verdict(got['seconds'], FIRST_CALL_TARGET)}", flush=True)
 
 
-def _timed_main(extra: list[str], cache: str, out: str) -> float:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _timed_main(extra: list[str], cache: str, out: str) -> tuple[float, float]:
     cmd = [sys.executable, "-m", "gbrank.bench", *extra, "--out", out]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _children_cpu()
     done = subprocess.run(cmd, env=_fresh_env(cache), capture_output=True, text=True)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, _children_cpu() - cpu
     if done.returncode != 0:
         raise RuntimeError(f"{shlex.join(cmd)} failed:\n{done.stderr[-4000:]}")
-    return seconds
+    return seconds, cpu
 
 
 def measure_main(extra: list[str]) -> None:
@@ -137,12 +145,13 @@ def measure_main(extra: list[str]) -> None:
     print(f"main job: {shown}", flush=True)
     with tempfile.TemporaryDirectory(prefix="gbrank-numba-") as cache, \
             tempfile.TemporaryDirectory(prefix="gbrank-report-") as reports:
-        cold = _timed_main(extra, cache, os.path.join(reports, "cold"))
-        print(f"  cold (empty numba cache): {cold:7.1f} s", flush=True)
-        warm = _timed_main(extra, cache, os.path.join(reports, "warm"))
-        print(f"  warm (cache filled by the cold run): {warm:7.1f} s")
+        cold, cold_cpu = _timed_main(extra, cache, os.path.join(reports, "cold"))
+        print(f"  cold (empty numba cache):            {cold:7.1f} s (cpu {cold_cpu:7.1f} s)", flush=True)
+        warm, warm_cpu = _timed_main(extra, cache, os.path.join(reports, "warm"))
+        print(f"  warm (cache filled by the cold run): {warm:7.1f} s (cpu {warm_cpu:7.1f} s)")
     ratio = cold / warm
-    print(f"  cold / warm = {ratio:.2f}   target {MAIN_RATIO_TARGET:.1f}   {_verdict(ratio, MAIN_RATIO_TARGET)}")
+    print(f"  cold / warm = {ratio:.2f} (cpu {cold_cpu / warm_cpu:.2f})   target {MAIN_RATIO_TARGET:.1f}   "
+          f"{_verdict(ratio, MAIN_RATIO_TARGET)}")
 
 
 def main(argv=None) -> None:

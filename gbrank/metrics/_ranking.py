@@ -15,7 +15,7 @@ without sorting:
 Rows left out in step 2 score below the ``kk``-th largest and could never be kept, so the
 result is that of a stable sort. The cost is linear in the list length, with few
 mispredicted branches, and allocates nothing. Cut-offs above ``INSERTION_MAX`` fall back to
-a stable mergesort of the whole list.
+a stable merge sort of the whole list (:func:`gbrank._sort.order_desc`).
 
 Kernels run queries in chunks of ``CHUNK`` so that the scratch buffers are allocated once per
 chunk rather than once per query.
@@ -27,7 +27,8 @@ Tie policies (integer codes, so that the kernels stay free of strings):
 ``TIES_PESSIMISTIC``
     Within a block of tied scores the document with the lower key comes first, then input
     order; the key is the gain (NDCG, ERR) or the label (binary measures), so relevant
-    documents go last.
+    documents go last. Done before the kernel: :func:`low_keys_first` reorders each query's
+    rows by key, and the kernel ranks them in input order.
 ``TIES_AVERAGE``
     The expected value over all orders of each tied block. Kernels ask for the stable order
     and walk the tied blocks with :func:`tie_block_end` and :func:`tied_with`.
@@ -37,6 +38,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from .._sort import order_desc
 
 TIES_INPUT = 0
 TIES_PESSIMISTIC = 1
@@ -51,25 +54,7 @@ INSERTION_MAX = 32
 LEVELS = 3
 
 
-@njit(cache=True)
-def _better(s_a, key_a, s_b, key_b, pessimistic):
-    return s_a > s_b or (pessimistic and s_a == s_b and key_a < key_b)
-
-
-@njit(cache=True)
-def _sorted_order(scores, keys, lo, hi, pessimistic):
-    """All local indices of query ``lo:hi`` by descending score (stable mergesorts)."""
-    n = hi - lo
-    idx = np.arange(n)
-    if pessimistic:
-        idx = np.argsort(keys[lo:hi], kind="mergesort")
-    neg = np.empty(n, dtype=np.float64)
-    for i in range(n):
-        neg[i] = -scores[lo + idx[i]]
-    return idx[np.argsort(neg, kind="mergesort")]
-
-
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _candidates(values, lo, hi, kk, cand):
     """Write the local indices of the rows of ``lo:hi`` that may be among the ``kk`` largest
     ``values`` into ``cand``, in input order, and return their number."""
@@ -94,7 +79,7 @@ def _candidates(values, lo, hi, kk, cand):
     return c
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _top_input(scores, lo, hi, kk, out, kept, cand):
     n_cand = _candidates(scores, lo, hi, kk, cand)
     # The running cut-off score kept[kk - 1] is held in a local so that a row that does not
@@ -120,53 +105,23 @@ def _top_input(scores, lo, hi, kk, out, kept, cand):
         worst = kept[kk - 1]
 
 
-@njit(cache=True)
-def _top_pessimistic(scores, keys, lo, hi, kk, out, cand):
-    n_cand = _candidates(scores, lo, hi, kk, cand)
-    size = 0
-    for j in range(n_cand):
-        i = cand[j]
-        s = scores[lo + i]
-        key = keys[lo + i]
-        if size == kk:
-            last = lo + out[kk - 1]
-            if not _better(s, key, scores[last], keys[last], True):
-                continue
-            pos = kk - 1
-        else:
-            pos = size
-            size += 1
-        while pos > 0:
-            prev = lo + out[pos - 1]
-            if not _better(s, key, scores[prev], keys[prev], True):
-                break
-            out[pos] = out[pos - 1]
-            pos -= 1
-        out[pos] = i
-
-
-@njit(cache=True)
-def rank_top(scores, keys, lo, hi, kk, ties, out, kept, cand):
+@njit(cache=True, inline="always")
+def rank_top(scores, lo, hi, kk, out, kept, cand):
     """Write the local indices (``0 .. n-1``) of the ``kk`` best-ranked rows of query
-    ``lo:hi`` into ``out[:kk]``, best first.
+    ``lo:hi`` into ``out[:kk]``, best first, tied scores in input order.
 
-    ``scores`` and ``keys`` are the full flat arrays; ``keys`` break ties under the
-    pessimistic policy (lower key first). Any other policy gives the stable input order.
     Scratch: ``kept`` (float64) holds at least ``kk`` entries, ``cand`` (int64) at least
     ``hi - lo``. Requires ``1 <= kk <= hi - lo``.
     """
-    pessimistic = ties == TIES_PESSIMISTIC
     if kk > INSERTION_MAX:
-        order = _sorted_order(scores, keys, lo, hi, pessimistic)
+        order = order_desc(scores[lo:hi])
         for r in range(kk):
             out[r] = order[r]
-    elif pessimistic:
-        _top_pessimistic(scores, keys, lo, hi, kk, out, cand)
     else:
         _top_input(scores, lo, hi, kk, out, kept, cand)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def tie_block_end(scores, lo, order, start, stop):
     """End (exclusive, at most ``stop``) of the run of equal scores from rank ``start``."""
     s = scores[lo + order[start]]
@@ -176,7 +131,7 @@ def tie_block_end(scores, lo, order, start, stop):
     return end
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def tied_with(scores, values, lo, hi, s, threshold):
     """Over query ``lo:hi``, the number of rows scoring ``s``, the sum of their ``values``,
     and how many of them have ``values > threshold``.
@@ -196,7 +151,7 @@ def tied_with(scores, values, lo, hi, s, threshold):
     return m, total, above
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def top_values_desc(values, lo, hi, kk, out):
     """Write the ``kk`` largest of ``values[lo:hi]`` into ``out[:kk]``, in descending order.
 
@@ -204,11 +159,10 @@ def top_values_desc(values, lo, hi, kk, out):
     it, and so on, are found by branch-free passes (``LEVELS`` of them at most), each
     filling ``out`` with as many copies as occur; what remains is filled by insertion.
     """
-    n = hi - lo
     if kk > INSERTION_MAX:
-        ordered = np.sort(values[lo:hi])
+        ordered = order_desc(values[lo:hi])
         for r in range(kk):
-            out[r] = ordered[n - 1 - r]
+            out[r] = values[lo + ordered[r]]
         return
     filled = 0
     bound = np.inf
@@ -245,6 +199,18 @@ def top_values_desc(values, lo, hi, kk, out):
             pos -= 1
         out[pos] = v
         worst = out[kk - 1]
+
+
+def low_keys_first(keys, offsets, *arrays):
+    """``arrays`` with each query's rows reordered by ``keys``, ascending and stable.
+
+    Ranked with tied scores in input order, the reordered rows give the pessimistic order:
+    score descending, then key ascending, then the original row order. A query's metric
+    does not depend on the order of its rows otherwise.
+    """
+    qid = np.repeat(np.arange(offsets.size - 1), np.diff(offsets))
+    rows = np.lexsort((keys, qid))
+    return tuple(a[rows] for a in arrays)
 
 
 @njit(cache=True)

@@ -20,6 +20,8 @@ from ._ranking import (
     CHUNK,
     TIES_AVERAGE,
     TIES_INPUT,
+    TIES_PESSIMISTIC,
+    low_keys_first,
     max_group_size,
     rank_top,
     tie_block_end,
@@ -42,10 +44,10 @@ def _ap_query(labels, scores, lo, hi, k, threshold, ties, by_r, fill, order, kep
     if n_rel == 0:
         return fill
     total = 0.0
+    rank_top(scores, lo, hi, kk, order, kept, cand)
     if ties == TIES_AVERAGE:
         # Block at ranks s+1..s+m holding c relevant documents, h relevant before it:
         # E[rel(s+t) * hits(s+t)] = c/m (h + 1) + (t - 1) c (c - 1) / (m (m - 1)).
-        rank_top(scores, labels, lo, hi, kk, TIES_INPUT, order, kept, cand)
         start = 0
         hits_before = 0
         while start < kk:
@@ -66,7 +68,6 @@ def _ap_query(labels, scores, lo, hi, k, threshold, ties, by_r, fill, order, kep
             hits_before += c
             start = end
     else:
-        rank_top(scores, labels, lo, hi, kk, ties, order, kept, cand)
         hits = 0
         for r in range(kk):
             if labels[lo + order[r]] > threshold:
@@ -184,5 +185,8 @@ def mean_average_precision(
     scores, offsets, _ = check_inputs(y_true, y_pred, group)
     labels = check_labels(y_true, offsets=offsets)
     kmax = cutoff_length(offsets, k)
+    if tie_code == TIES_PESSIMISTIC:
+        labels, scores = low_keys_first(labels, offsets, labels, scores)
+        tie_code = TIES_INPUT
     values = _ap_kernel(labels, scores, offsets, k, kmax, threshold, tie_code, by_r, fill)
     return reduce_queries(values, fill, per_query)

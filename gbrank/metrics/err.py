@@ -18,13 +18,13 @@ from ._common import (
     cutoff_length,
     reduce_queries,
 )
-from ._ranking import CHUNK, max_group_size, rank_top
+from ._ranking import CHUNK, TIES_PESSIMISTIC, low_keys_first, max_group_size, rank_top
 
 __all__ = ["err"]
 
 
 @njit(cache=True)
-def _err_query(stop, scores, lo, hi, k, ties, fill, order, kept, cand):
+def _err_query(stop, scores, lo, hi, k, fill, order, kept, cand):
     n = hi - lo
     kk = n if k == 0 or k > n else k
     any_relevant = False
@@ -34,7 +34,7 @@ def _err_query(stop, scores, lo, hi, k, ties, fill, order, kept, cand):
             break
     if not any_relevant:
         return fill
-    rank_top(scores, stop, lo, hi, kk, ties, order, kept, cand)
+    rank_top(scores, lo, hi, kk, order, kept, cand)
     value = 0.0
     not_stopped = 1.0
     for r in range(kk):
@@ -45,7 +45,7 @@ def _err_query(stop, scores, lo, hi, k, ties, fill, order, kept, cand):
 
 
 @njit(parallel=True, cache=True)
-def _err_kernel(stop, scores, offsets, k, kmax, ties, fill):
+def _err_kernel(stop, scores, offsets, k, kmax, fill):
     n_queries = offsets.size - 1
     out = np.empty(n_queries, dtype=np.float64)
     longest = max_group_size(offsets)
@@ -55,7 +55,7 @@ def _err_kernel(stop, scores, offsets, k, kmax, ties, fill):
         kept = np.empty(kmax, dtype=np.float64)
         for q in range(chunk * CHUNK, min(n_queries, (chunk + 1) * CHUNK)):
             out[q] = _err_query(
-                stop, scores, offsets[q], offsets[q + 1], k, ties, fill, order, kept, cand
+                stop, scores, offsets[q], offsets[q + 1], k, fill, order, kept, cand
             )
     return out
 
@@ -146,5 +146,7 @@ def err(
         max_label = int(labels.max())
     stop = (np.exp2(labels) - 1.0) / 2.0**max_label
     kmax = cutoff_length(offsets, k)
-    values = _err_kernel(stop, scores, offsets, k, kmax, tie_code, fill)
+    if tie_code == TIES_PESSIMISTIC:
+        stop, scores = low_keys_first(stop, offsets, stop, scores)
+    values = _err_kernel(stop, scores, offsets, k, kmax, fill)
     return reduce_queries(values, fill, per_query)

@@ -19,6 +19,8 @@ from ._ranking import (
     CHUNK,
     TIES_AVERAGE,
     TIES_INPUT,
+    TIES_PESSIMISTIC,
+    low_keys_first,
     max_group_size,
     rank_top,
     tie_block_end,
@@ -40,9 +42,9 @@ def _ndcg_query(gains, scores, lo, hi, k, disc, ties, fill, order, kept, cand):
     if ideal <= 0.0:
         return fill
     dcg = 0.0
+    rank_top(scores, lo, hi, kk, order, kept, cand)
     if ties == TIES_AVERAGE:
         # E[gain at rank r] is the mean gain of r's tied block (every order equally likely).
-        rank_top(scores, gains, lo, hi, kk, TIES_INPUT, order, kept, cand)
         start = 0
         while start < kk:
             end = tie_block_end(scores, lo, order, start, kk)
@@ -59,7 +61,6 @@ def _ndcg_query(gains, scores, lo, hi, k, disc, ties, fill, order, kept, cand):
             dcg += block_gain / m * block_disc
             start = end
     else:
-        rank_top(scores, gains, lo, hi, kk, ties, order, kept, cand)
         for r in range(kk):
             dcg += gains[lo + order[r]] * disc[r]
     return dcg / ideal
@@ -165,5 +166,8 @@ def ndcg(
     scores, offsets, _ = check_inputs(y_true, y_pred, group)
     gains = gain_values(y_true, gain, offsets=offsets)
     disc = discount_values(cutoff_length(offsets, k), discount)
+    if tie_code == TIES_PESSIMISTIC:
+        gains, scores = low_keys_first(gains, offsets, gains, scores)
+        tie_code = TIES_INPUT
     values = _ndcg_kernel(gains, scores, offsets, k, disc, tie_code, fill)
     return reduce_queries(values, fill, per_query)

@@ -20,6 +20,8 @@ from ._ranking import (
     CHUNK,
     TIES_AVERAGE,
     TIES_INPUT,
+    TIES_PESSIMISTIC,
+    low_keys_first,
     max_group_size,
     rank_top,
     tie_block_end,
@@ -42,9 +44,9 @@ def _precision_query(labels, scores, lo, hi, k, threshold, ties, shrink, fill, o
     if n_rel == 0:
         return fill
     hits = 0.0
+    rank_top(scores, lo, hi, kk, order, kept, cand)
     if ties == TIES_AVERAGE:
         # Each rank of a tied block holds a relevant document with probability c / m.
-        rank_top(scores, labels, lo, hi, kk, TIES_INPUT, order, kept, cand)
         start = 0
         while start < kk:
             end = tie_block_end(scores, lo, order, start, kk)
@@ -59,7 +61,6 @@ def _precision_query(labels, scores, lo, hi, k, threshold, ties, shrink, fill, o
             hits += c * (end - start) / m
             start = end
     else:
-        rank_top(scores, labels, lo, hi, kk, ties, order, kept, cand)
         for r in range(kk):
             if labels[lo + order[r]] > threshold:
                 hits += 1.0
@@ -171,5 +172,8 @@ def precision_at_k(
     scores, offsets, _ = check_inputs(y_true, y_pred, group)
     labels = check_labels(y_true, offsets=offsets)
     kmax = cutoff_length(offsets, k)
+    if tie_code == TIES_PESSIMISTIC:
+        labels, scores = low_keys_first(labels, offsets, labels, scores)
+        tie_code = TIES_INPUT
     values = _precision_kernel(labels, scores, offsets, k, kmax, threshold, tie_code, shrink, fill)
     return reduce_queries(values, fill, per_query)

@@ -20,6 +20,8 @@ from ._ranking import (
     CHUNK,
     TIES_AVERAGE,
     TIES_INPUT,
+    TIES_PESSIMISTIC,
+    low_keys_first,
     max_group_size,
     rank_top,
     tie_block_end,
@@ -39,15 +41,14 @@ def _rr_query(labels, scores, lo, hi, k, threshold, ties, fill, order, kept, can
             n_rel += 1
     if n_rel == 0:
         return fill
+    rank_top(scores, lo, hi, kk, order, kept, cand)
     if ties != TIES_AVERAGE:
-        rank_top(scores, labels, lo, hi, kk, ties, order, kept, cand)
         for r in range(kk):
             if labels[lo + order[r]] > threshold:
                 return 1.0 / (r + 1)
         return 0.0
     # In the first block (ranks s+1..s+m) that holds c > 0 relevant documents, the first
     # of them sits at block position t with P(t) = C(m - t, c - 1) / C(m, c).
-    rank_top(scores, labels, lo, hi, kk, TIES_INPUT, order, kept, cand)
     start = 0
     while start < kk:
         end = tie_block_end(scores, lo, order, start, kk)
@@ -162,6 +163,9 @@ def mean_reciprocal_rank(
     scores, offsets, _ = check_inputs(y_true, y_pred, group)
     labels = check_labels(y_true, offsets=offsets)
     kmax = cutoff_length(offsets, k)
+    if tie_code == TIES_PESSIMISTIC:
+        labels, scores = low_keys_first(labels, offsets, labels, scores)
+        tie_code = TIES_INPUT
     values = _rr_kernel(labels, scores, offsets, k, kmax, threshold, tie_code, fill)
     return reduce_queries(values, fill, per_query)
 

@@ -81,11 +81,12 @@ from ._targets import Target, check_target, check_target_labels, target_scores
 __all__ = ["Cosine", "cosine"]
 
 
-@njit(parallel=True, cache=True)
+# Once per dataset and linear in its size: serial, which compiles faster than a parallel loop.
+@njit(cache=True)
 def unit_targets(psi, offsets):
     """psi / |psi| per query (0 for a zero target), computed without overflow."""
     u = np.zeros(psi.shape[0])
-    for q in prange(offsets.shape[0] - 1):
+    for q in range(offsets.shape[0] - 1):
         start = offsets[q]
         end = offsets[q + 1]
         scale = 0.0

@@ -118,7 +118,7 @@ def _argmax(x, start, end):
 
 @njit(cache=True)
 def _softmax_stats(x, start, end, skip):
-    """Max and sum of exp(x - max) over rows start..end except ``skip`` (-1: none)."""
+    """Max and sum of exp(x - max) over rows start..end except ``skip`` (``end``: none)."""
     m = -np.inf
     for i in range(start, end):
         if i != skip and x[i] > m:
@@ -130,13 +130,14 @@ def _softmax_stats(x, start, end, skip):
     return m, z
 
 
-@njit(parallel=True, cache=True)
+# Once per dataset and linear in its size: serial, which compiles faster than a parallel loop.
+@njit(cache=True)
 def top2_marginals(psi, offsets):
     """Target top-1 probabilities q and top-2 inclusion probabilities m = q + Q_2, per row."""
     n = psi.shape[0]
     q = np.zeros(n)
     m = np.zeros(n)
-    for k in prange(offsets.shape[0] - 1):
+    for k in range(offsets.shape[0] - 1):
         start = offsets[k]
         end = offsets[k + 1]
         if end - start < 2:
@@ -145,7 +146,7 @@ def top2_marginals(psi, offsets):
                 m[i] = 1.0
             continue
         top = _argmax(psi, start, end)
-        mx, z = _softmax_stats(psi, start, end, -1)
+        mx, z = _softmax_stats(psi, start, end, end)
         mx2, z2 = _softmax_stats(psi, start, end, top)
         r = 0.0
         for i in range(start, end):
@@ -400,26 +401,53 @@ def _sampled(s, psi, start, end, k, n_samples, seed, query, grad, hess, want_los
     return loss
 
 
+@njit(cache=True)
+def _query_shallow(scores, q, m, start, end, k, grad, hess, want_loss):
+    """One query of at least two documents for k <= 2."""
+    if k == 1 or end - start == 2:
+        return _top1(scores, q, start, end, grad, hess, want_loss)
+    return _top2(scores, q, m, start, end, grad, hess, want_loss)
+
+
+@njit(cache=True)
+def _query_deep(scores, psi, q, m, start, end, k, n_samples, seed, query, exact_limit, grad, hess, want_loss):
+    """One query of at least two documents for k >= 3."""
+    n = end - start
+    kk = min(k, n - 1)
+    if kk <= 2:
+        return _query_shallow(scores, q, m, start, end, kk, grad, hess, want_loss)
+    if _tree_size(n, kk, exact_limit) <= exact_limit:
+        return _exact(scores, psi, start, end, kk, grad, hess, want_loss)
+    return _sampled(scores, psi, start, end, kk, n_samples, seed, query, grad, hess, want_loss)
+
+
+# Two kernels, so that the common k <= 2 compiles neither the enumeration nor the sampling.
 @njit(parallel=True, cache=True)
-def listnet_kernel(scores, psi, q, m, offsets, active, k, n_samples, seed, exact_limit, grad, hess, want_loss):
-    """Fill grad and hess (raw, zero-initialised) and return the per-query cross-entropy."""
+def listnet_shallow_kernel(scores, q, m, offsets, active, k, grad, hess, want_loss):
+    """k <= 2: fill grad and hess (raw, zero-initialised) and return the per-query cross-entropy."""
     n_queries = offsets.shape[0] - 1
     loss = np.zeros(n_queries)
     for query in prange(n_queries):
         start = offsets[query]
         end = offsets[query + 1]
-        n = end - start
-        if not active[query] or n < 2:
-            continue
-        kk = min(k, n - 1)
-        if kk == 1:
-            loss[query] = _top1(scores, q, start, end, grad, hess, want_loss)
-        elif kk == 2:
-            loss[query] = _top2(scores, q, m, start, end, grad, hess, want_loss)
-        elif _tree_size(n, kk, exact_limit) <= exact_limit:
-            loss[query] = _exact(scores, psi, start, end, kk, grad, hess, want_loss)
-        else:
-            loss[query] = _sampled(scores, psi, start, end, kk, n_samples, seed, query, grad, hess, want_loss)
+        if active[query] and end - start >= 2:
+            loss[query] = _query_shallow(scores, q, m, start, end, k, grad, hess, want_loss)
+    return loss
+
+
+@njit(parallel=True, cache=True)
+def listnet_kernel(scores, psi, q, m, offsets, active, k, n_samples, seed, exact_limit, grad, hess, want_loss):
+    """Any k: fill grad and hess (raw, zero-initialised) and return the per-query cross-entropy."""
+    n_queries = offsets.shape[0] - 1
+    loss = np.zeros(n_queries)
+    for query in prange(n_queries):
+        start = offsets[query]
+        end = offsets[query + 1]
+        if active[query] and end - start >= 2:
+            # the query index as int64 (prange's is unsigned): one compiled per-query function
+            loss[query] = _query_deep(
+                scores, psi, q, m, start, end, k, n_samples, seed, np.int64(query), exact_limit, grad, hess, want_loss
+            )
     return loss
 
 
@@ -479,6 +507,8 @@ class ListNet(RankingObjective):
 
     def _run(self, state, scores, grad, hess, want_loss):
         psi, q, m, offsets, active = state
+        if self.k <= 2:
+            return listnet_shallow_kernel(scores, q, m, offsets, active, self.k, grad, hess, want_loss)
         return listnet_kernel(
             scores, psi, q, m, offsets, active, self.k, self.n_samples, self.seed, self.exact_limit,
             grad, hess, want_loss,

@@ -37,6 +37,7 @@ from typing import Any, Callable, Literal, Union
 import numpy as np
 from numba import njit, prange
 
+from .._sort import order_desc
 from ..gains import Discount, Gain, discount_values, gain_values
 from ._base import RankingObjective
 from ._label_order import label_order, ndcg_weights
@@ -46,40 +47,59 @@ from ._random import next_uniform, query_stream
 __all__ = ["listmle", "listmle_topk", "plackett_luce", "wlistmle", "PlackettLuce"]
 
 Ties = Literal["random", "score", "input"]
-_TIE_MODES = {"input": 0, "random": 1, "score": 2}
+_TIE_MODES = ("input", "random", "score")
 PositionWeights = Union[np.ndarray, list, Callable[[np.ndarray], np.ndarray]]
 
 
-@njit(cache=True)
-def _permutation(scores, order, tie_end, start, end, head, query, tie_mode, seed):
-    """Rows of one query in a label-consistent order, ties broken by ``tie_mode``.
+@njit(cache=True, inline="always")
+def _permutation(scores, order, tie_end, start, end, head, query, shuffle, seed):
+    """Rows of one query in a label-consistent order: ``order``'s, with the tied blocks that
+    begin within the first ``head`` positions shuffled when ``shuffle`` is set.
 
-    Only tied blocks that begin within the first ``head`` positions are reordered: past the
-    last positive weight the loss depends on which documents remain, not on their order.
+    Past the last positive weight the loss depends on which documents remain, not on their
+    order, so later blocks are left as they are.
     """
-    if tie_mode == 0:
+    if not shuffle:
         return order[start:end]
     perm = order[start:end].copy()
     state = query_stream(seed, query, scores, start, end)
     b = start
     while b < start + head:
         e = tie_end[b]
-        if e - b > 1:
-            if tie_mode == 1:
-                for i in range(e - 1, b, -1):
-                    state, u = next_uniform(state)
-                    j = b + int(u * (i - b + 1))
-                    perm[i - start], perm[j - start] = perm[j - start], perm[i - start]
-            else:
-                block = perm[b - start : e - start].copy()
-                keys = np.empty(e - b)
-                for i in range(e - b):
-                    keys[i] = -scores[block[i]]
-                idx = np.argsort(keys, kind="mergesort")
-                for i in range(e - b):
-                    perm[b - start + i] = block[idx[i]]
+        for i in range(e - 1, b, -1):
+            state, u = next_uniform(state)
+            j = b + int(u * (i - b + 1))
+            perm[i - start], perm[j - start] = perm[j - start], perm[i - start]
         b = e
     return perm
+
+
+@njit(cache=True)
+def _score_query_order(scores, order, tie_end, head, offsets, q, out):
+    start = offsets[q]
+    b = start
+    while b < start + head[q]:
+        e = tie_end[b]
+        if e - b > 1:
+            values = np.empty(e - b)
+            for i in range(e - b):
+                values[i] = scores[order[b + i]]
+            idx = order_desc(values)
+            for i in range(e - b):
+                out[b + i] = order[b + idx[i]]
+        b = e
+
+
+# ties="score" is its own kernel, run before the loss kernels, so that the default random
+# tie-breaking compiles no sort.
+@njit(parallel=True, cache=True)
+def score_order(scores, order, tie_end, head, offsets):
+    """``order`` with each tied block that begins within a query's first ``head`` positions
+    sorted by current score, descending (stable): the most likely consistent permutation."""
+    out = order.copy()
+    for q in prange(offsets.shape[0] - 1):
+        _score_query_order(scores, order, tie_end, head, offsets, np.int64(q), out)
+    return out
 
 
 # Below this spread of scores within a query, exp(s - max) and its square neither underflow
@@ -87,7 +107,7 @@ def _permutation(scores, order, tie_end, start, end, head, query, tie_mode, seed
 _LINEAR_SPAN = 300.0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _query_grad_hess_linear(scores, perm, weights, wstart, head, smax, grad, hess):
     m = perm.shape[0]
     e = np.empty(m)
@@ -117,7 +137,7 @@ def _query_grad_hess_linear(scores, perm, weights, wstart, head, smax, grad, hes
         hess[d] = h if h > 0.0 else 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _query_grad_hess_log(scores, perm, weights, wstart, grad, hess):
     m = perm.shape[0]
     # lse_i = top[i] + logz[i], with top[i] the largest score among positions i..m-1: scores
@@ -157,59 +177,72 @@ def _query_grad_hess_log(scores, perm, weights, wstart, grad, hess):
         hess[d] = h if h > 0.0 else 0.0
 
 
+@njit(cache=True)
+def _query_grad_hess(scores, order, tie_end, weights, head, offsets, active, shuffle, seed, q, grad, hess):
+    start = offsets[q]
+    end = offsets[q + 1]
+    if not active[q] or end - start < 2 or head[q] == 0:
+        return
+    perm = _permutation(scores, order, tie_end, start, end, head[q], q, shuffle, seed)
+    smax = -np.inf
+    smin = np.inf
+    for i in range(start, end):
+        smax = max(smax, scores[i])
+        smin = min(smin, scores[i])
+    if smax - smin < _LINEAR_SPAN:
+        _query_grad_hess_linear(scores, perm, weights, start, head[q], smax, grad, hess)
+    else:
+        _query_grad_hess_log(scores, perm, weights, start, grad, hess)
+
+
 @njit(parallel=True, cache=True)
-def pl_grad_hess(scores, order, tie_end, weights, head, offsets, active, tie_mode, seed, grad, hess):
+def pl_grad_hess(scores, order, tie_end, weights, head, offsets, active, shuffle, seed, grad, hess):
     """Gradient and exact diagonal hessian of the position-weighted PL loss, per query.
 
-    ``order`` lists each query's rows by label (descending, stable), ``tie_end[j]`` is the end
-    of the tied block holding sorted position ``j``, ``weights[j]`` is the weight of sorted
-    position ``j`` and ``head[q]`` is one past the last positive weight of query ``q``.
-    Queries with ``active[q] == 0`` are left at zero.
+    ``order`` lists each query's rows by label (descending; ties in input order, or by score
+    from :func:`score_order`), ``tie_end[j]`` is the end of the tied block holding sorted
+    position ``j``, ``weights[j]`` is the weight of sorted position ``j`` and ``head[q]`` is
+    one past the last positive weight of query ``q``. With ``shuffle``, tied blocks are
+    shuffled by draws hashed from ``seed``, the query and its scores. Queries with
+    ``active[q] == 0`` are left at zero.
     """
+    # the query index as int64 (prange's is unsigned): one compiled per-query function
     for q in prange(offsets.shape[0] - 1):
-        start = offsets[q]
-        end = offsets[q + 1]
-        if not active[q] or end - start < 2 or head[q] == 0:
-            continue
-        perm = _permutation(scores, order, tie_end, start, end, head[q], q, tie_mode, seed)
-        smax = -np.inf
-        smin = np.inf
-        for i in range(start, end):
-            smax = max(smax, scores[i])
-            smin = min(smin, scores[i])
-        if smax - smin < _LINEAR_SPAN:
-            _query_grad_hess_linear(scores, perm, weights, start, head[q], smax, grad, hess)
+        _query_grad_hess(scores, order, tie_end, weights, head, offsets, active, shuffle, seed, np.int64(q), grad, hess)
+
+
+@njit(cache=True)
+def _query_loss(scores, order, tie_end, weights, head, offsets, active, shuffle, seed, q):
+    start = offsets[q]
+    end = offsets[q + 1]
+    if not active[q] or end - start < 2 or head[q] == 0:
+        return 0.0
+    perm = _permutation(scores, order, tie_end, start, end, head[q], q, shuffle, seed)
+    # log-sum-exp of the suffix as mx + log(z), so that lse - s keeps the digits of log z
+    mx = -np.inf
+    z = 0.0
+    total = 0.0
+    for i in range(end - start - 1, -1, -1):
+        s = scores[perm[i]]
+        if s > mx:
+            z = z * np.exp(mx - s) + 1.0
+            mx = s
         else:
-            _query_grad_hess_log(scores, perm, weights, start, grad, hess)
+            z += np.exp(s - mx)
+        if i < head[q]:
+            w = weights[start + i]
+            if w > 0.0:
+                total += w * ((mx - s) + np.log(z))
+    return total
 
 
 @njit(parallel=True, cache=True)
-def pl_loss(scores, order, tie_end, weights, head, offsets, active, tie_mode, seed):
+def pl_loss(scores, order, tie_end, weights, head, offsets, active, shuffle, seed):
     """Per-query position-weighted PL negative log-likelihood (0 for inactive queries)."""
     n_queries = offsets.shape[0] - 1
     out = np.zeros(n_queries)
     for q in prange(n_queries):
-        start = offsets[q]
-        end = offsets[q + 1]
-        if not active[q] or end - start < 2 or head[q] == 0:
-            continue
-        perm = _permutation(scores, order, tie_end, start, end, head[q], q, tie_mode, seed)
-        # log-sum-exp of the suffix as mx + log(z), so that lse - s keeps the digits of log z
-        mx = -np.inf
-        z = 0.0
-        total = 0.0
-        for i in range(end - start - 1, -1, -1):
-            s = scores[perm[i]]
-            if s > mx:
-                z = z * np.exp(mx - s) + 1.0
-                mx = s
-            else:
-                z += np.exp(s - mx)
-            if i < head[q]:
-                w = weights[start + i]
-                if w > 0.0:
-                    total += w * ((mx - s) + np.log(z))
-        out[q] = total
+        out[q] = _query_loss(scores, order, tie_end, weights, head, offsets, active, shuffle, seed, np.int64(q))
     return out
 
 
@@ -278,11 +311,17 @@ class PlackettLuce(RankingObjective):
         head = np.maximum.reduceat(last_positive, offsets[:-1]) if sizes.size else np.zeros(0, np.int64)
         return blocks.order, blocks.block_end, weights, head.astype(np.int64), offsets, active
 
+    def _kernel_args(self, state, scores):
+        order, tie_end, weights, head, offsets, active = state
+        if self.ties == "score":
+            order = score_order(scores, order, tie_end, head, offsets)
+        return (scores, order, tie_end, weights, head, offsets, active, self.ties == "random", self.seed)
+
     def _grad_hess(self, state, scores, grad, hess):
-        pl_grad_hess(scores, *state, _TIE_MODES[self.ties], self.seed, grad, hess)
+        pl_grad_hess(*self._kernel_args(state, scores), grad, hess)
 
     def _loss(self, state, scores):
-        return pl_loss(scores, *state, _TIE_MODES[self.ties], self.seed)
+        return pl_loss(*self._kernel_args(state, scores))
 
 
 _COMMON_DOC = """
