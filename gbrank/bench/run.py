@@ -19,7 +19,7 @@ __all__ = ["DEFAULT_BASELINE", "DEFAULT_SEEDS", "PROGRESS_MODES", "BenchConfig",
 
 DEFAULT_BASELINE = "lgb:lambdarank"
 #: Seeds of ``python -m gbrank.bench`` without options: with the 3 cross-validation folds of
-#: :data:`gbrank.bench.data.DEFAULT_CV_FOLDS` they cost what one seed on 5 folds did, and the
+#: ``gbrank.bench.data.DEFAULT_CV_FOLDS`` they cost what one seed on 5 folds did, and the
 #: ranking of the methods agrees between disjoint seed sets (docs/benchmarks.md).
 DEFAULT_SEEDS = (0, 1, 2)
 #: ``progress`` of :func:`run_benchmark`: ``auto`` shows the bar on a terminal and lines
