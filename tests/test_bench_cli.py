@@ -275,3 +275,13 @@ def test_default_folds_all_letor_folds_and_three_for_cross_validation(tmp_path):
     assert parse_data(f"letor:{tmp_path}", folds=2).n_folds == 2
     assert parse_data(TINY).n_folds == 3
     assert parse_data(TINY, folds=4).n_folds == 4
+
+
+def test_an_interrupted_run_leaves_no_empty_report_directory(tmp_path, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "run_benchmark", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        cli.main(["--data", TINY, "--out", str(tmp_path / "report")])
+    assert not (tmp_path / "report").exists()

@@ -281,6 +281,7 @@ def main(argv=None) -> int:
 
     # before any training: a report that cannot be written would lose every run
     out = Path(args.out) if args.out else new_report_dir()
+    created = not out.exists()
     problem = _check_out(out, args.force)
     if problem is not None:
         parser.error(f"argument --out: {problem}")
@@ -299,8 +300,14 @@ def main(argv=None) -> int:
         ),
         conventions=args.conventions,
     )
-    results = run_benchmark(datasets, methods, folds=args.folds, config=config, baseline=baseline,
-                            progress=args.progress)
+    try:
+        results = run_benchmark(datasets, methods, folds=args.folds, config=config, baseline=baseline,
+                                progress=args.progress)
+    except BaseException:
+        # an interrupted run leaves no empty report directory behind
+        if created and not any(out.iterdir()):
+            out.rmdir()
+        raise
     command = "python -m gbrank.bench " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
     report = write_report(results, out, command=command.strip())
     failed = [r for r in results.runs if r["status"] != "ok"]
