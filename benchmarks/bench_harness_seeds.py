@@ -48,6 +48,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=300)
     parser.add_argument("--early-stopping", type=int, default=30)
     parser.add_argument("--learning-rate", type=float, default=TreeParams().learning_rate)
+    parser.add_argument("--save", metavar="CSV", help="also write the per-query figures to this file")
     args = parser.parse_args()
     seeds = tuple(int(s) for s in args.seeds.split(","))
     config = BenchConfig(rounds=args.rounds, early_stopping=args.early_stopping, seeds=seeds,
@@ -56,6 +57,8 @@ def main() -> None:
     results = run_benchmark(args.data, args.methods, folds=args.folds, config=config, progress=False)
     wall = time.perf_counter() - start
     per_query = results.per_query
+    if args.save:
+        per_query.to_csv(args.save, index=False)
     print(f"data {args.data}, {args.folds} folds, learning rate {args.learning_rate}, "
           f"{len(results.ok_methods)} methods, seeds {seeds}: {wall:.1f} s, {wall / len(seeds):.1f} s per seed")
     full, means = ranking(per_query, seeds)

@@ -281,7 +281,7 @@ def test_table_input_with_scattered_qids(tmp_path):
     assert bench.name == "mine"
     tested = np.concatenate([f.test.qid[np.cumsum(f.test.group) - 1] for f in bench.folds()])
     assert sorted(tested) == sorted(data.qid[np.cumsum(data.group) - 1] * 7 + 3)
-    results = run_benchmark(bench, "lgb:lambdarank", folds=3, config=BenchConfig(rounds=3, threads=1), progress=False)
+    results = run_benchmark(bench, "lgb:lambdarank", folds=3, config=BenchConfig(rounds=3, threads=1, seeds=(0,)), progress=False)
     assert [r["status"] for r in results.runs] == ["ok"] * 3
     assert results.per_query["n_docs"].sum() == len(data)
 

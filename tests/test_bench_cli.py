@@ -50,7 +50,7 @@ def test_every_method_help_names_is_listed(capsys):
 @pytest.mark.slow
 def test_every_listed_method_runs():
     data = make_ranking(n_queries=16, docs_per_query=6, n_features=3, seed=1)
-    config = BenchConfig(rounds=2, early_stopping=0, params=TreeParams(min_data_in_leaf=3))
+    config = BenchConfig(rounds=2, early_stopping=0, seeds=(0,), params=TreeParams(min_data_in_leaf=3))
     results = run_benchmark(data, "all", folds=2, config=config, progress="off")
     assert {r["method"] for r in results.runs} == set(all_method_names())
     failed = [(r["method"], r["error"]) for r in results.runs if r["status"] != "ok"]
@@ -100,7 +100,7 @@ def test_a_registered_objective_appears_everywhere(toy_objective, capsys):
     assert {"lgb:toy_topk", "xgb:toy_listmle"} <= {m.name for m in parse_methods("all")}
     method = parse_methods("lgb:toy_topk")[0]
     assert method.family == "toy" and "k=2" in repr(method.build(0))
-    results = run_benchmark(TINY, "lgb:lambdarank,lgb:toy_topk", folds=3, config=BenchConfig(rounds=2), progress="off")
+    results = run_benchmark(TINY, "lgb:lambdarank,lgb:toy_topk", folds=3, config=BenchConfig(rounds=2, seeds=(0,)), progress="off")
     assert [r["status"] for r in results.runs] == ["ok"] * 6
 
 
@@ -157,7 +157,7 @@ def test_one_letor_fold_directory_is_one_split(tmp_path):
     predictions = pd.read_csv(out / "predictions.csv.gz")
     assert set(predictions["fold"]) == {"Fold1"}
     test = parts["test"]
-    run = predictions[predictions["method"] == "lgb:listmle"]
+    run = predictions[(predictions["method"] == "lgb:listmle") & (predictions["seed"] == 1)]
     np.testing.assert_array_equal(run["qid"], test.qid + 200)
     np.testing.assert_array_equal(run["label"], test.y)
     assert "as one split" in (out / "report.md").read_text()
@@ -243,14 +243,14 @@ class _Terminal(io.StringIO):
 def test_progress_bar_on_a_terminal(monkeypatch):
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
-    run_benchmark(TINY, "lgb:lambdarank", folds=3, config=BenchConfig(rounds=2))
+    run_benchmark(TINY, "lgb:lambdarank", folds=3, config=BenchConfig(rounds=2, seeds=(0,)))
     err = terminal.getvalue()
     assert "3/3" in err and "run" in err
     assert "gbrank.bench [" not in err
 
 
 def test_progress_off_and_bad_modes(capsys):
-    run_benchmark(TINY, "lgb:lambdarank", folds=3, config=BenchConfig(rounds=2), progress="off")
+    run_benchmark(TINY, "lgb:lambdarank", folds=3, config=BenchConfig(rounds=2, seeds=(0,)), progress="off")
     assert "gbrank.bench [" not in capsys.readouterr().err
     with pytest.raises(ValueError, match="progress must be one of"):
         run_benchmark(TINY, "lgb:lambdarank", folds=3, progress="loud")
@@ -261,3 +261,27 @@ def test_cli_progress_lines_in_a_pipe(tmp_path, capsys):
                      "--out", str(tmp_path / "r")]) == 0
     err = capsys.readouterr().err
     assert len([line for line in err.splitlines() if _LINE.match(line)]) == 3 * len(cli.DEFAULT_SEEDS)
+
+
+def test_default_folds_all_letor_folds_and_three_for_cross_validation(tmp_path):
+    from gbrank.bench import parse_data
+
+    for i in (1, 2, 3, 4):
+        fold = tmp_path / f"Fold{i}"
+        fold.mkdir()
+        for j, split in enumerate(("train", "vali", "test")):
+            _write_letor(fold / f"{split}.txt", make_ranking(n_queries=4, docs_per_query=4, n_features=2, seed=j), 0)
+    assert parse_data(f"letor:{tmp_path}").n_folds == 4
+    assert parse_data(f"letor:{tmp_path}", folds=2).n_folds == 2
+    assert parse_data(TINY).n_folds == 3
+    assert parse_data(TINY, folds=4).n_folds == 4
+
+
+def test_an_interrupted_run_leaves_no_empty_report_directory(tmp_path, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "run_benchmark", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        cli.main(["--data", TINY, "--out", str(tmp_path / "report")])
+    assert not (tmp_path / "report").exists()

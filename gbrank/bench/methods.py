@@ -4,7 +4,7 @@ Names
 -----
 ``lgb:<objective>``
     LightGBM with a built-in ranking objective (``lambdarank``, ``rank_xendcg``) or a gbrank
-    objective: any name in :mod:`gbrank.objectives.registry`.
+    objective: any name in ``gbrank.objectives.registry``.
 ``xgb:<objective>``
     XGBoost with a built-in (``rank:ndcg``, ``rank:pairwise``) or a gbrank objective.
 ``native:ndcgboost``

@@ -274,7 +274,8 @@ def write_report(results: Results, out: str | Path, *, command: str | None = Non
         "## Settings",
         "",
         f"- Methods: {', '.join(methods)}.",
-        f"- Folds: {cfg['folds']} per dataset; seeds: {', '.join(map(str, cfg['seeds']))} (figures are "
+        "- Folds: " + ", ".join(f"{d['n_folds']} ({d['name']})" for d in results.datasets) + "; "
+        f"seeds: {', '.join(map(str, cfg['seeds']))} (figures are "
         "averaged over seeds within a fold, then mean ± sample std over folds).",
         f"- Boosting: at most {cfg['rounds']} iterations; "
         + (f"early stopping after {cfg['early_stopping']} iterations without a better validation "
