@@ -257,8 +257,11 @@ def test_lightgbm_reads_positions_from_the_dataset(click_data):
         lgb.Dataset(X, clicks, group=group), 5,
     )
     np.testing.assert_allclose(via_dataset.predict(X), explicit.predict(X))
-    with pytest.raises(ValueError, match="needs the display position"):
+    with pytest.raises(ValueError, match=r"carries no positions: build it with lgb.Dataset\(..., position=...\)"):
         lgb.train({**params, "objective": obj}, lgb.Dataset(X, clicks, group=group), 1)
+    with pytest.raises(ValueError, match="lgb.cv's fold Datasets do not keep them"):
+        lgb.cv({**params, "objective": obj, "metric": "None"}, lgb.Dataset(X, clicks, group=group, position=pos),
+               num_boost_round=1, nfold=2, stratified=False)
     shuffled = pos.copy()
     shuffled[[0, 1]] = shuffled[[1, 0]]
     # swapped in query 0, the first: LightGBM's ids still read 0, 1, 2, ... there, but the
@@ -277,6 +280,10 @@ def test_xgboost_takes_the_row_order_as_the_position(click_data):
     grad, hess = obj(np.zeros(clicks.size), dtrain)
     np.testing.assert_array_equal(grad, obj.grad_hess(clicks, np.zeros(clicks.size), group, position=pos)[0])
     assert np.isfinite(booster.predict(dtrain)).all()
+    # xgb.cv's folds are whole queries with their rows in order
+    cv = xgb.cv({"max_depth": 3, "nthread": 1, "min_child_weight": 0.0, "eval_metric": "rmse"}, dtrain, 2,
+                nfold=2, obj=obj)
+    assert len(cv) == 2
 
 
 def test_lgbmranker_without_positions_names_the_fix(click_data):
