@@ -285,6 +285,7 @@ class IPSListNet(RankingObjective):
 
     @property
     def mode(self) -> str:
+        """``"known"``, ``"estimate"`` or ``"weighted_labels"`` (``propensity=None``)."""
         if self.propensity is None:
             return "weighted_labels"
         if isinstance(self.propensity, str):
