@@ -114,6 +114,29 @@ def run_one(train, test, *, setting, eta, sessions, rounds, seed, threads, loggi
     return evaluate(models, test), extra, log
 
 
+def propensity_study(sessions_list, *, eta, rounds, seed, threads, logging_fraction) -> pd.DataFrame:
+    """Error of the estimated propensities, positions 1-10, against the number of sessions
+    (generated data, every document shown)."""
+    train, _ = load("generated", 1, seed)
+    rows = []
+    for sessions in sessions_list:
+        log = simulate_clicks(train.y, train.group, X=train.X, sessions_per_query=sessions, top_k=int(train.group.max()),
+                              eta=eta, logging_fraction=logging_fraction, seed=seed)
+        order = display_order(train, log.logging_scores)
+        clicks, position = log.clicks[order].astype(np.float64), log.position[order]
+        obj = gbrank.ips_listnet()
+        params = {"learning_rate": 0.1, "num_leaves": 15, "min_data_in_leaf": 20, "verbose": -1,
+                  "num_threads": threads, "seed": seed}
+        lgb_train(params, train.X[order], clicks, train.group, rounds,
+                  lambda preds, _: obj.grad_hess(clicks, preds, train.group, position=position))
+        error = np.abs(obj.propensity_[:10] / log.theta[:10] - 1)
+        rows.append({"sessions_per_query": sessions, "eta": eta, "max_rel_error_1_10": float(error.max()),
+                     "mean_rel_error_1_10": float(error.mean())})
+        print(f"{sessions} sessions per query: largest relative error {error.max():.3f}, mean {error.mean():.3f}",
+              flush=True)
+    return pd.DataFrame(rows)
+
+
 def evaluate(models, test):
     import xgboost as xgb
 
@@ -141,7 +164,18 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--full", action="store_true", help="every dataset, eta and setting")
     parser.add_argument("--out", type=Path, default=None, help="write results.csv, results.inc (a Markdown table), propensity.csv and propensity.png here")
+    parser.add_argument("--propensity-sessions", nargs="+", type=int, default=None,
+                        help="only measure the estimated propensities' error for these sessions per query "
+                             "(generated data, all shown, the first --etas)")
     args = parser.parse_args(argv)
+    if args.propensity_sessions:
+        study = propensity_study(args.propensity_sessions, eta=(args.etas or [1.0])[0], rounds=args.rounds,
+                                 seed=args.seeds[0], threads=args.threads, logging_fraction=args.logging_fraction)
+        if args.out is not None:
+            args.out.mkdir(parents=True, exist_ok=True)
+            study.to_csv(args.out / "propensity_sessions.csv", index=False)
+        print(study.to_string(index=False))
+        return
     datasets = args.datasets or (["generated", "mq2008", "ohsumed"] if args.full else ["generated"])
     etas = args.etas or ([0.5, 1.0, 2.0] if args.full else [1.0])
     settings = args.settings or (["all-shown", "top10", "top10-policy"] if args.full else ["all-shown"])

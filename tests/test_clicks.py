@@ -132,45 +132,57 @@ def test_gradient_and_hessian_match_finite_differences_of_a_direct_loss(tiny):
     np.testing.assert_allclose(hess, second, rtol=1e-4, atol=1e-5)
 
 
+def click_draws(y, sizes, logging, n_sessions, n_draws, **kwargs):
+    """Clicks of ``n_draws`` independent logs of ``n_sessions`` sessions per query, shape
+    (n_draws, n_rows), from one simulation of ``n_sessions * n_draws`` sessions."""
+    log = simulate_clicks(y, sizes, logging, sessions_per_query=n_sessions * n_draws, per_session=True, **kwargs)
+    draw = np.tile(np.repeat(np.arange(n_draws), n_sessions), len(sizes))
+    shown = log.session_rows >= 0
+    rows = log.session_rows[shown & log.session_clicks]
+    which = np.broadcast_to(draw[:, None], log.session_rows.shape)[shown & log.session_clicks]
+    counts = np.zeros((n_draws, len(y)))
+    np.add.at(counts, (which, rows), 1)
+    return counts, log
+
+
 def test_ips_loss_averaged_over_click_draws_is_the_full_information_loss(tiny):
     y, pos, s, sizes = tiny
-    eta, eps, n_sessions, n_draws = 1.0, 0.1, 20, 400
+    eta, eps, n_sessions, n_draws = 1.0, 0.1, 20, 200
     # logging scores that show each query's rows in row order, as pos says
     logging = -pos.astype(float)
+    counts, log = click_draws(y, sizes, logging, n_sessions, n_draws, top_k=5, eta=eta, eps=eps, seed=0)
+    np.testing.assert_array_equal(log.position, pos)
     obj = gbrank.ips_listnet(propensity=(1.0 / np.arange(1, 6)) ** eta)
-    losses = []
-    grads = []
-    for seed in range(n_draws):
-        log = simulate_clicks(y, sizes, logging, sessions_per_query=n_sessions, top_k=5, eta=eta, eps=eps, seed=seed)
-        np.testing.assert_array_equal(log.position, pos)
-        losses.append(obj.loss(log.clicks, s, sizes, position=pos))
-        grads.append(obj.grad_hess(log.clicks, s, sizes, position=pos)[0])
-    full = direct_loss(n_sessions * click_probability(y, eps=eps), s, sizes)
-    mean, se = np.mean(losses), np.std(losses, ddof=1) / np.sqrt(n_draws)
-    assert abs(mean - full) < 4 * se
+    losses = np.array([obj.loss(c, s, sizes, position=pos) for c in counts])
+    grads = np.array([obj.grad_hess(c, s, sizes, position=pos)[0] for c in counts])
+    truth = n_sessions * click_probability(y, eps=eps)
+    full = direct_loss(truth, s, sizes)
+    se = losses.std(ddof=1) / np.sqrt(n_draws)
+    assert abs(losses.mean() - full) < 4 * se
     # and the naive loss is biased by much more than that
     naive = gbrank.ips_listnet(propensity=None)
-    naive_mean = np.mean([naive.loss(simulate_clicks(y, sizes, logging, sessions_per_query=n_sessions, top_k=5,
-                                                     eta=eta, eps=eps, seed=d).clicks, s, sizes) for d in range(50)])
-    assert abs(naive_mean - full) > 20 * se
-    full_grad = gbrank.ips_listnet(propensity=None).grad_hess(n_sessions * click_probability(y, eps=eps), s, sizes)[0]
-    g = np.array(grads)
-    assert np.all(np.abs(g.mean(axis=0) - full_grad) < 4 * g.std(axis=0, ddof=1) / np.sqrt(n_draws) + 1e-12)
+    assert abs(np.mean([naive.loss(c, s, sizes) for c in counts]) - full) > 20 * se
+    full_grad = naive.grad_hess(truth, s, sizes)[0]
+    assert np.all(np.abs(grads.mean(axis=0) - full_grad) < 4 * grads.std(axis=0, ddof=1) / np.sqrt(n_draws) + 1e-12)
 
 
 def test_policy_aware_weights_are_unbiased_with_a_top_k_cut_off():
     y = np.array([2, 0, 1, 0, 2, 1], dtype=float)
     logging = np.array([0.5, 0.3, 0.2, 0.0, -0.2, -0.4])
     s = np.array([0.1, -0.3, 0.4, 0.0, 0.2, -0.1])
-    n_sessions, n_draws = 30, 300
+    n_sessions, n_draws = 30, 200
+    counts, log = click_draws(y, [6], logging, n_sessions, n_draws, top_k=2, policy="plackett_luce",
+                              n_policy_samples=50_000, seed=0)
+    assert (log.propensity > 0).all()
     obj = gbrank.ips_listnet(propensity=None)
-    losses = [obj.loss(simulate_clicks(y, [6], logging, sessions_per_query=n_sessions, top_k=2,
-                                       policy="plackett_luce", n_policy_samples=20_000, seed=d).ips_weights(), s, [6])
-              for d in range(n_draws)]
+    losses = np.array([obj.loss(c / log.propensity, s, [6]) for c in counts])
     full = direct_loss(n_sessions * click_probability(y), s, [6])
-    mean, se = np.mean(losses), np.std(losses, ddof=1) / np.sqrt(n_draws)
-    # the propensities are themselves sampled (20,000 rankings): allow their error too
-    assert abs(mean - full) < 4 * se + 0.01 * full
+    se = losses.std(ddof=1) / np.sqrt(n_draws)
+    # the propensities are themselves sampled (50,000 rankings): allow their error too
+    assert abs(losses.mean() - full) < 4 * se + 0.01 * full
+    # the same clicks with the deterministic policy's cut-off miss documents 3..6 entirely
+    det, _ = click_draws(y, [6], logging, n_sessions, 50, top_k=2, seed=1)
+    assert det[:, 2:].sum() == 0
 
 
 def test_propensity_estimator_recovers_theta_from_clicks_given_the_relevance():
@@ -245,8 +257,11 @@ def test_lightgbm_reads_positions_from_the_dataset(click_data):
         lgb.Dataset(X, clicks, group=group), 5,
     )
     np.testing.assert_allclose(via_dataset.predict(X), explicit.predict(X))
-    with pytest.raises(ValueError, match="needs the display position"):
+    with pytest.raises(ValueError, match=r"carries no positions: build it with lgb.Dataset\(..., position=...\)"):
         lgb.train({**params, "objective": obj}, lgb.Dataset(X, clicks, group=group), 1)
+    with pytest.raises(ValueError, match="lgb.cv's fold Datasets do not keep them"):
+        lgb.cv({**params, "objective": obj, "metric": "None"}, lgb.Dataset(X, clicks, group=group, position=pos),
+               num_boost_round=1, nfold=2, stratified=False)
     shuffled = pos.copy()
     shuffled[[0, 1]] = shuffled[[1, 0]]
     # swapped in query 0, the first: LightGBM's ids still read 0, 1, 2, ... there, but the
@@ -265,6 +280,10 @@ def test_xgboost_takes_the_row_order_as_the_position(click_data):
     grad, hess = obj(np.zeros(clicks.size), dtrain)
     np.testing.assert_array_equal(grad, obj.grad_hess(clicks, np.zeros(clicks.size), group, position=pos)[0])
     assert np.isfinite(booster.predict(dtrain)).all()
+    # xgb.cv's folds are whole queries with their rows in order
+    cv = xgb.cv({"max_depth": 3, "nthread": 1, "min_child_weight": 0.0, "eval_metric": "rmse"}, dtrain, 2,
+                nfold=2, obj=obj)
+    assert len(cv) == 2
 
 
 def test_lgbmranker_without_positions_names_the_fix(click_data):

@@ -285,6 +285,7 @@ class IPSListNet(RankingObjective):
 
     @property
     def mode(self) -> str:
+        """``"known"``, ``"estimate"`` or ``"weighted_labels"`` (``propensity=None``)."""
         if self.propensity is None:
             return "weighted_labels"
         if isinstance(self.propensity, str):
@@ -349,6 +350,12 @@ class IPSListNet(RankingObjective):
             preds, data = y_true, y_pred
             labels, offsets = self._rows(data.get_label(), data.get_group())
             position = _lightgbm_positions(data, offsets)
+            if position is None and self.mode != "weighted_labels":
+                raise ValueError(
+                    "the LightGBM Dataset carries no positions: build it with lgb.Dataset(..., "
+                    "position=...) (lgb.cv's fold Datasets do not keep them: cross-validate with "
+                    "gbrank.Ranker or by hand)"
+                )
             return self.grad_hess(labels, preds, np.diff(offsets), data.get_weight(), position=position)
         if engine == "xgboost":
             return self._xgboost(y_true, y_pred)

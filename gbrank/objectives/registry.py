@@ -121,7 +121,7 @@ for _spec in (
                   labels="exp2"),
     ObjectiveSpec("ips_listnet", "gbrank.objectives.clicks", "clicks",
                   "IPS softmax on clicks with known or jointly estimated propensities (Ai et al. 2018)",
-                  labels="any", examples=({"propensity": [1.0, 0.5, 1 / 3, 0.25, 0.2, 1 / 6]}, {}, {"propensity": None}),
+                  labels="any", examples=({"propensity": None},),
                   in_default_bench=False),
 ):
     register(_spec)
