@@ -26,7 +26,7 @@ LAYERS = ("omp", "tbb")
 SIZES = {"small": (200, 20), "large": (2000, 100)}  # queries, documents per query
 
 
-def measure(repeat: int) -> dict:
+def measure(repeat: int, only: set[str]) -> dict:
     """Best seconds per (size, kernel) in this process."""
     import numba
     import numpy as np
@@ -53,6 +53,8 @@ def measure(repeat: int) -> dict:
         for name, metric in metrics.items():
             kernels[name] = lambda metric=metric: metric(y, scores, g)
         for name, kernel in kernels.items():
+            if only and name not in only:
+                continue
             kernel()  # compile or load from cache, prepare
             times = []
             for _ in range(repeat):
@@ -67,10 +69,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3, help="fresh processes per layer, alternating")
     parser.add_argument("--repeat", type=int, default=10, help="timed calls per kernel and process")
+    parser.add_argument("--kernels", default="", help="comma-separated objective or metric names (default: all)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(measure(args.repeat)))
+        print(json.dumps(measure(args.repeat, set(filter(None, args.kernels.split(","))))))
         return 0
 
     best = {layer: {} for layer in LAYERS}
@@ -78,7 +81,7 @@ def main(argv=None) -> int:
     for _ in range(args.rounds):
         for layer in LAYERS:
             out = subprocess.run(
-                [sys.executable, __file__, "--child", "--repeat", str(args.repeat)],
+                [sys.executable, __file__, "--child", "--repeat", str(args.repeat), "--kernels", args.kernels],
                 env={**os.environ, "NUMBA_THREADING_LAYER": layer},
                 capture_output=True, text=True, check=True,
             ).stdout
