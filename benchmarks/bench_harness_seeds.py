@@ -4,8 +4,10 @@ Runs the harness's grid once with ``--seeds`` (default 0..5; the folds do not de
 seeds) and then compares the rankings of the methods by test NDCG@10 that disjoint sets of
 those seeds give: every pair of single seeds, of disjoint 2-seed sets, of disjoint 3-seed sets.
 Per set size it prints Kendall's tau between the two rankings, the number of method pairs
-ordered differently, whether the best method is the same, and the wall time one seed of this
-configuration costs, all from this one run::
+ordered differently and the largest gap (in the all-seed means) between two methods that swap,
+how many seed sets find the same methods significantly different from the baseline (Holm),
+whether the best method is the same, and the wall time one seed of this configuration costs,
+all from this one run::
 
     python benchmarks/bench_harness_seeds.py                       # the default main job's data
     python benchmarks/bench_harness_seeds.py --folds 3 --seeds 0,1,2,3,4,5
@@ -14,13 +16,14 @@ configuration costs, all from this one run::
 from __future__ import annotations
 
 import argparse
+import collections
 import itertools
 import time
 
 import numpy as np
 from scipy import stats
 
-from gbrank.bench import BenchConfig, TreeParams, run_benchmark
+from gbrank.bench import BenchConfig, TreeParams, run_benchmark, significance
 
 
 def ranking(per_query, seeds) -> list[str]:
@@ -63,21 +66,26 @@ def main() -> None:
           f"{len(results.ok_methods)} methods, seeds {seeds}: {wall:.1f} s, {wall / len(seeds):.1f} s per seed")
     full, means = ranking(per_query, seeds)
     print(f"ranking over all {len(seeds)} seeds: " + ", ".join(f"{m} {means[m]:.4f}" for m in full))
-    print("seeds per set | pairs of disjoint sets | mean Kendall tau | min tau | mean discordant pairs "
-          "| same best method")
+    print("seeds per set | pairs of disjoint sets | mean Kendall tau | mean discordant pairs | largest gap "
+          "of a swapped pair (all-seed means) | sets giving the most common significant set | same best method")
     for k in range(1, len(seeds) // 2 + 1):
         sets = [seeds[i : i + k] for i in range(0, len(seeds) - k + 1, k)]
-        if k == 1:
-            sets = [(s,) for s in seeds]
-        taus, discordant, same_best = [], [], []
+        taus, discordant, same_best, gaps = [], [], [], [0.0]
         for a, b in itertools.combinations(sets, 2):
-            ra, rb = ranking(per_query, a)[0], ranking(per_query, b)[0]
+            ra, ma = ranking(per_query, a)
+            rb, mb = ranking(per_query, b)
             tau, d = compare(ra, rb)
             taus.append(tau)
             discordant.append(d)
             same_best.append(ra[0] == rb[0])
-        print(f"{k} | {len(taus)} | {np.mean(taus):.3f} | {np.min(taus):.3f} | {np.mean(discordant):.1f} "
-              f"| {sum(same_best)}/{len(same_best)}")
+            gaps += [abs(means[x] - means[y]) for x, y in itertools.combinations(ra, 2)
+                     if (ma[x] - ma[y]) * (mb[x] - mb[y]) < 0]
+        significant = collections.Counter(
+            frozenset(s.loc[s["significant"], "method"])
+            for s in (significance(per_query[per_query["seed"].isin(ss)], results.baseline) for ss in sets)
+        )
+        print(f"{k} | {len(taus)} | {np.mean(taus):.3f} | {np.mean(discordant):.1f} | {max(gaps):.4f} "
+              f"| {significant.most_common(1)[0][1]}/{len(sets)} | {sum(same_best)}/{len(same_best)}")
     spread = per_query.groupby(["method", "seed"])["ndcg@10"].mean().groupby("method").std(ddof=1)
     print("std over seeds of each method's NDCG@10: "
           + ", ".join(f"{m} {spread[m]:.4f}" for m in full))

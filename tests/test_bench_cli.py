@@ -157,7 +157,7 @@ def test_one_letor_fold_directory_is_one_split(tmp_path):
     predictions = pd.read_csv(out / "predictions.csv.gz")
     assert set(predictions["fold"]) == {"Fold1"}
     test = parts["test"]
-    run = predictions[(predictions["method"] == "lgb:listmle") & (predictions["seed"] == 1)]
+    run = predictions[(predictions["method"] == "lgb:listmle") & (predictions["seed"] == 0)]
     np.testing.assert_array_equal(run["qid"], test.qid + 200)
     np.testing.assert_array_equal(run["label"], test.y)
     assert "as one split" in (out / "report.md").read_text()
@@ -261,20 +261,6 @@ def test_cli_progress_lines_in_a_pipe(tmp_path, capsys):
                      "--out", str(tmp_path / "r")]) == 0
     err = capsys.readouterr().err
     assert len([line for line in err.splitlines() if _LINE.match(line)]) == 3 * len(cli.DEFAULT_SEEDS)
-
-
-def test_default_folds_all_letor_folds_and_three_for_cross_validation(tmp_path):
-    from gbrank.bench import parse_data
-
-    for i in (1, 2, 3, 4):
-        fold = tmp_path / f"Fold{i}"
-        fold.mkdir()
-        for j, split in enumerate(("train", "vali", "test")):
-            _write_letor(fold / f"{split}.txt", make_ranking(n_queries=4, docs_per_query=4, n_features=2, seed=j), 0)
-    assert parse_data(f"letor:{tmp_path}").n_folds == 4
-    assert parse_data(f"letor:{tmp_path}", folds=2).n_folds == 2
-    assert parse_data(TINY).n_folds == 3
-    assert parse_data(TINY, folds=4).n_folds == 4
 
 
 def test_an_interrupted_run_leaves_no_empty_report_directory(tmp_path, monkeypatch):

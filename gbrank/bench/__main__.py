@@ -13,11 +13,11 @@ from pathlib import Path
 
 from ..objectives import registry
 from ..datasets import make_ranking
-from .data import _NAME, _SYNTHETIC_ALIASES, DEFAULT_CV_FOLDS, DEFAULT_SYNTHETIC, parse_data
+from .data import _NAME, _SYNTHETIC_ALIASES, DEFAULT_SYNTHETIC, parse_data
 from .evaluate import CONVENTIONS
 from .methods import all_method_names, default_method_names, describe, group_names, parse_methods
 from .report import new_report_dir, write_report
-from .run import DEFAULT_BASELINE, DEFAULT_SEEDS, PROGRESS_MODES, BenchConfig, run_benchmark
+from .run import DEFAULT_BASELINE, DEFAULT_FOLDS, DEFAULT_SEEDS, PROGRESS_MODES, BenchConfig, run_benchmark
 from .train import TreeParams
 
 _SYNTHETIC_DEFAULT = "queries={n_queries},docs={docs_per_query},features={n_features},seed={seed}".format(**DEFAULT_SYNTHETIC)
@@ -124,10 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="dataset spec, repeatable (default: synthetic)")
     parser.add_argument("--methods", default="default", metavar="LIST",
                         help="comma-separated methods or groups (default: default)")
-    parser.add_argument("--folds", type=_positive_int, metavar="N",
-                        help="cross-validation folds per dataset, at least 2 (default: "
-                        f"{DEFAULT_CV_FOLDS}); a LETOR directory uses its first N Fold directories "
-                        "(default: all)")
+    parser.add_argument("--folds", type=_positive_int, default=DEFAULT_FOLDS, metavar="N",
+                        help=f"folds per dataset, at least 2 (default: {DEFAULT_FOLDS})")
     parser.add_argument("--rounds", type=_positive_int, default=300, metavar="N",
                         help="maximum boosting iterations (default: 300)")
     parser.add_argument("--early-stopping", type=_non_negative_int, default=30, metavar="N",
@@ -246,7 +244,7 @@ def main(argv=None) -> int:
         return 0
     if args.num_leaves < 2:
         parser.error(f"argument --num-leaves: expected at least 2, got {args.num_leaves}")
-    if args.folds is not None and args.folds < 2:
+    if args.folds < 2:
         parser.error(f"argument --folds: cross-validation needs at least 2 folds, got {args.folds}")
 
     try:

@@ -7,8 +7,7 @@ Specs (``--data``)
     e.g. ``noise=0.5``), then cross-validated by query.
 ``letor:DIR``
     A LETOR directory holding ``Fold1`` ... ``Fold5``, each with train, validation and test
-    files (:func:`gbrank.datasets.load_letor_fold`); all of them, or the first N with
-    ``--folds N``. A
+    files (:func:`gbrank.datasets.load_letor_fold`); ``--folds N`` uses the first N. A
     directory holding the train, validation and test files itself (one fold, e.g.
     ``letor:MQ2008/Fold1``) is one split.
 ``letor:FILE``
@@ -25,7 +24,7 @@ report, e.g. ``ohsumed=letor:../shared/data/letor3_ohsumed/QueryLevelNorm``.
 Cross-validation
 ----------------
 Queries are shuffled once (seed 0, independent of the training seeds) and cut into ``k``
-parts (``k = 3`` unless ``--folds`` says otherwise). Fold ``i`` tests on part ``i``, validates on part ``i + 1`` (mod ``k``) and trains on
+parts. Fold ``i`` tests on part ``i``, validates on part ``i + 1`` (mod ``k``) and trains on
 the other ``k - 2``, as LETOR's folds rotate their five subsets. With ``k = 2`` there is no
 validation part.
 """
@@ -56,8 +55,6 @@ __all__ = [
 #: under 3 minutes on two cores: 65 s with numba's cache warm and 150 s cold, one thread, on
 #: a shared and loaded two-core machine.
 DEFAULT_SYNTHETIC = {"n_queries": 500, "docs_per_query": 40, "n_features": 46, "seed": 0}
-#: Folds of cross-validated data when none are given (a LETOR directory then uses all its folds).
-DEFAULT_CV_FOLDS = 3
 _SYNTHETIC_ALIASES = {"queries": "n_queries", "docs": "docs_per_query", "features": "n_features"}
 _TABLE_SUFFIXES = (".parquet", ".pq", ".feather", ".csv", ".tsv", ".pkl", ".pickle")
 _NAME = re.compile(r"^([A-Za-z0-9_.\-]+)=(.+)$")
@@ -205,13 +202,13 @@ def _letor_split(name: str, root: Path) -> BenchData:
                      n_folds=1, _load=[fold].__getitem__)
 
 
-def _letor_dir(name: str, root: Path, n_folds: int | None) -> BenchData:
+def _letor_dir(name: str, root: Path, n_folds: int) -> BenchData:
     dirs = _fold_dirs(root)
     if not dirs and any(p.name.startswith("train") for p in root.iterdir()):
         return _letor_split(name, root)
     if not dirs:
         raise ValueError(f"{root} holds no Fold1, Fold2, ... directories")
-    if n_folds is not None and n_folds > len(dirs):
+    if n_folds > len(dirs):
         raise ValueError(f"{root} has {len(dirs)} fold directories, fewer than the {n_folds} asked for")
     dirs = dirs[:n_folds]
 
@@ -222,7 +219,7 @@ def _letor_dir(name: str, root: Path, n_folds: int | None) -> BenchData:
     return BenchData(
         name=name,
         description=f"LETOR folds {', '.join(d.name for d in dirs)} of {root} (train/vali/test as given)",
-        n_folds=len(dirs),
+        n_folds=n_folds,
         _load=load,
     )
 
@@ -288,7 +285,7 @@ def from_table(frame, *, qid_col: str = "qid", label_col: str = "label", source:
     return RankingData(X, y, qid=np.asarray(qid, dtype=np.int64)[order])
 
 
-def parse_data(spec, *, folds: int | None = None, qid_col: str = "qid", label_col: str = "label") -> BenchData:
+def parse_data(spec, *, folds: int = 5, qid_col: str = "qid", label_col: str = "label") -> BenchData:
     """A `BenchData` from a spec string (module doc), a `RankingData` or a DataFrame.
 
     Raises
@@ -296,7 +293,7 @@ def parse_data(spec, *, folds: int | None = None, qid_col: str = "qid", label_co
     ValueError, FileNotFoundError
         For a malformed spec, a missing path or unreadable data; the message names it.
     """
-    n_folds = _check_folds(DEFAULT_CV_FOLDS if folds is None else folds)
+    n_folds = _check_folds(folds)
     if isinstance(spec, BenchData):
         return spec
     if isinstance(spec, RankingData):
@@ -332,7 +329,7 @@ def parse_data(spec, *, folds: int | None = None, qid_col: str = "qid", label_co
         data = from_table(_read_table(path), qid_col=qid_col, label_col=label_col, source=str(path))
         return _cv_data(name or path.name, f"table {path}", data, n_folds)
     if path.is_dir():
-        return _letor_dir(name or path.name, path, None if folds is None else n_folds)
+        return _letor_dir(name or path.name, path, n_folds)
     data = load_letor(path)
     stem = path.name[: -len(".gz")] if path.name.endswith(".gz") else path.name
     return _cv_data(name or stem, f"LETOR file {path}", data, n_folds)

@@ -115,7 +115,8 @@ def plot_differences(sig, dataset: str, families: dict[str, str], path: Path, al
     zero = ax.axvline(0.0, color="black", linewidth=1.2, label=f"baseline {baseline}")
     ax.set_yticks(y, rows["method"])
     ax.set_ylim(-0.7, len(rows) - 0.3)
-    ax.set_xlabel(f"test NDCG@10 minus the baseline {baseline} (mean over queries, 95% CI)")
+    ax.set_xlabel(f"test NDCG@10 minus the baseline {baseline}, mean over queries\n95% CI, not adjusted for "
+                  "multiplicity: it can exclude 0 where Holm does not reject")
     ax.set_title(f"{dataset}: difference to {baseline}; filled and * = significant after Holm "
                  f"(p<{alpha}), right: Holm-adjusted p", fontsize=10)
     ax.grid(True, axis="x", alpha=0.3)

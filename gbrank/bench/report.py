@@ -223,7 +223,8 @@ def write_report(results: Results, out: str | Path, *, command: str | None = Non
     runs_frame = pd.DataFrame([{k: v for k, v in r.items() if k != "valid_curve"} for r in results.runs])
     runs_frame.to_csv(out / "runs.csv", index=False)
     results.per_query.to_csv(out / "per_query.csv", index=False)
-    results.predictions.to_csv(out / "predictions.csv.gz", index=False, compression="gzip")
+    # level 1: less than half the time of the default level 6, for a file about 15% larger
+    results.predictions.to_csv(out / "predictions.csv.gz", index=False, compression={"method": "gzip", "compresslevel": 1})
     sig.to_csv(out / "significance.csv", index=False)
     curves = [
         {"dataset": r["dataset"], "fold": r["fold"], "seed": r["seed"], "method": r["method"], "iteration": i + 1, "value": v}
