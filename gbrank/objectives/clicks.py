@@ -454,7 +454,9 @@ class IPSListNet(RankingObjective):
             t = fit.calls
             fit.calls += 1
             if t >= self.warmup and (t - self.warmup) % self.update_every == 0:
-                theta = estimate_propensity(scores, state["clicks"], state["position"], state["offsets"], fit.theta.size)
+                theta = estimate_propensity(
+                    scores, state["clicks"], state["position"], state["offsets"], fit.theta.size
+                )
                 keep = np.isnan(theta)
                 theta[keep] = fit.theta[keep]
                 fit.theta = np.maximum(theta, _MIN_PROPENSITY)
@@ -534,4 +536,6 @@ def ips_listnet(
     estimate kept for that data. ``propensity_`` is the estimate of the training set last
     updated.
     """
-    return IPSListNet(propensity, warmup=warmup, update_every=update_every, hess_floor=hess_floor, hess_scale=hess_scale)
+    return IPSListNet(
+        propensity, warmup=warmup, update_every=update_every, hess_floor=hess_floor, hess_scale=hess_scale
+    )
