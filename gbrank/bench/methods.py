@@ -55,7 +55,10 @@ _GBRANK = (
     "cosine",
     "ndcg_boost",
 )
-_NEEDS_ARGUMENTS = ("plackett_luce",)
+_NEEDS_ARGUMENTS = ("plackett_luce", "lambdaloss")
+# gbrank objectives named like a built-in: the name alone is the built-in, the name with
+# arguments (``lgb:lambdarank(measure=map)``) the gbrank objective
+_SHADOWED = ("lambdarank",)
 
 #: What ``python -m gbrank.bench`` runs without ``--methods``: both engines' built-ins, the
 #: gbrank objectives in LightGBM, top-k ListMLE in XGBoost and the native NDCG_Boost.
@@ -214,6 +217,8 @@ def parse_method(spec: str) -> Method:
     if engine == "native":
         if objective not in _NATIVE:
             raise ValueError(f"unknown method {spec!r}: the native engine has {', '.join(_NATIVE)}")
+        builtin = False
+    elif objective in _SHADOWED and kwargs:
         builtin = False
     elif objective in _BUILTINS[engine]:
         if kwargs:
