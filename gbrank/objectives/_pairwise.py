@@ -112,8 +112,10 @@ def _rank_order(ref, lo, n):
 
     A bottom-up merge sort: stable, and far quicker to compile than ``np.argsort``'s.
     """
-    idx = np.arange(n)
+    idx = np.empty(n, dtype=np.int64)
     tmp = np.empty(n, dtype=np.int64)
+    for t in range(n):
+        idx[t] = t
     width = 1
     while width < n:
         for start in range(0, n, 2 * width):
@@ -147,17 +149,15 @@ def _gather(scores, ref, values, high, low, lo, n, ip):
     s = np.empty(n)
     r = np.empty(n)
     v = np.empty(n)
-    a = np.ones(n)
-    b = np.ones(n)
+    a = np.empty(n)
+    b = np.empty(n)
     for t in range(n):
         row = lo + idx[t]
         s[t] = scores[row]
         r[t] = ref[row]
         v[t] = values[row]
-        if high.size:
-            a[t] = high[row]
-        if low.size:
-            b[t] = low[row]
+        a[t] = high[row] if high.size else 1.0
+        b[t] = low[row] if low.size else 1.0
     trunc = ip[TRUNC]
     m = n - 1
     if 0 < trunc < n:
@@ -227,7 +227,17 @@ def _finish(idx, lo, g, h, sh, ip, grad, hess, share_high, share_low):
 
 @njit(cache=True, inline="always")
 def _scratch(n, share_high):
-    return np.zeros(n), np.zeros(n), np.zeros((4, n if share_high.size else 1))
+    # np.empty and a loop: every other numpy constructor is one more implementation to compile
+    g = np.empty(n)
+    h = np.empty(n)
+    sh = np.empty((4, n if share_high.size else 1))
+    for t in range(n):
+        g[t] = 0.0
+        h[t] = 0.0
+    for k in range(4):
+        for t in range(sh.shape[1]):
+            sh[k, t] = 0.0
+    return g, h, sh
 
 
 # One per-query function per family of weightings, each with its own small parallel
@@ -310,9 +320,9 @@ def _query_measure(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, f
     kcut = ip[KCUT]
     # rank weights 1/r within the cut-off; AP's hits and prefix sums of rel/r; RR's first two
     # relevant positions; ERR's probability of reaching each rank
-    rw = np.zeros(n + 1)
-    for t in range(min(n, kcut)):
-        rw[t] = 1.0 / (t + 1)
+    rw = np.empty(n + 1)
+    for t in range(n + 1):
+        rw[t] = 1.0 / (t + 1) if t < min(n, kcut) else 0.0
     hits = np.empty(n)
     prefix = np.empty(n)
     reach = np.empty(n)
@@ -366,7 +376,7 @@ def _query_measure(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, f
 
 @njit(parallel=True, cache=True)
 def _kernel_constant(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
-    loss = np.zeros(offsets.size - 1)
+    loss = np.empty(offsets.size - 1)
     for q in prange(offsets.size - 1):
         loss[q] = _query_constant(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], disc,
                                   ip, fp, grad, hess, share_high, share_low)
@@ -375,7 +385,7 @@ def _kernel_constant(scores, ref, values, high, low, offsets, inv_norm, disc, ip
 
 @njit(parallel=True, cache=True)
 def _kernel_discount(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
-    loss = np.zeros(offsets.size - 1)
+    loss = np.empty(offsets.size - 1)
     for q in prange(offsets.size - 1):
         loss[q] = _query_discount(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], disc,
                                   ip, fp, grad, hess, share_high, share_low)
@@ -384,7 +394,7 @@ def _kernel_discount(scores, ref, values, high, low, offsets, inv_norm, disc, ip
 
 @njit(parallel=True, cache=True)
 def _kernel_loss1(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
-    loss = np.zeros(offsets.size - 1)
+    loss = np.empty(offsets.size - 1)
     for q in prange(offsets.size - 1):
         loss[q] = _query_loss1(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], disc,
                                ip, fp, grad, hess, share_high, share_low)
@@ -393,7 +403,7 @@ def _kernel_loss1(scores, ref, values, high, low, offsets, inv_norm, disc, ip, f
 
 @njit(parallel=True, cache=True)
 def _kernel_measure(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
-    loss = np.zeros(offsets.size - 1)
+    loss = np.empty(offsets.size - 1)
     for q in prange(offsets.size - 1):
         loss[q] = _query_measure(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], disc,
                                  ip, fp, grad, hess, share_high, share_low)
