@@ -427,7 +427,7 @@ class PairSettings:
     Attributes
     ----------
     weighting : str
-        A key of :data:`WEIGHTINGS`.
+        A key of ``WEIGHTINGS``.
     mu : float
         NDCG-Loss2++'s :math:`\\mu`.
     k : int or None
@@ -572,7 +572,8 @@ class PairwiseObjective(RankingObjective):
 
     def fixed_weight_loss(self, y_true, y_pred, group, at) -> float:
         """The loss at ``y_pred`` with the ranks, pair weights and normalisation frozen at the
-        scores ``at``: the function whose exact gradient and hessian :meth:`grad_hess`
+        scores ``at``: the function whose exact gradient and hessian
+        :meth:`~gbrank.objectives._base.RankingObjective.grad_hess`
         returns at ``y_pred == at``."""
         labels = np.asarray(y_true)
         offsets = check_group(group, labels.shape[0])
