@@ -170,19 +170,19 @@ def _gather(scores, ref, values, high, low, lo, n, ip):
 
 
 @njit(cache=True, inline="always")
-def _pair(x, y, w, s, r, a, b, g, h, sh, ip, fp):
+def _pair(x, y, w, s, r, a, b, g, h, sh, opts):
     """Add the term of preferred ``x`` over ``y`` with weight ``w`` (sorted positions).
 
     ``sh`` holds [share as preferred, share as other, loss, sum of lambdas] per query; the
-    shares are rows 0 and 1 when asked for.
+    shares are rows 0 and 1 when asked for. ``opts`` is :func:`_options`' tuple.
     """
-    if ip[NORM] and r[0] != r[r.size - 1]:
+    norm, spread, same, want_loss, sigma, c = opts
+    if spread:
         w /= NORM_EPS + abs(r[x] - r[y])
     wab = w * a[x] * b[y]
     if wab == 0.0:
         return
-    sigma = fp[SIGMA]
-    cw = fp[C] * wab
+    cw = c * wab
     z = sigma * (s[x] - s[y])
     e = math.exp(-abs(z))
     inv = 1.0 / (1.0 + e)
@@ -193,19 +193,26 @@ def _pair(x, y, w, s, r, a, b, g, h, sh, ip, fp):
     g[y] += gr
     h[x] += cv
     h[y] += cv
-    if ip[NORM]:
-        if ip[SAME]:
+    if norm:
+        if same:
             sh[3, 0] += 2.0 * gr
         else:
             zr = sigma * (r[x] - r[y])
             er = math.exp(-abs(zr))
             sh[3, 0] += 2.0 * cw * sigma * (1.0 / (1.0 + er) if zr <= 0.0 else er / (1.0 + er))
-    if ip[WANT_LOSS]:
+    if want_loss:
         sp = max(-z, 0.0) + math.log1p(e)
         sh[2, 0] += cw * sp
         if sh.shape[1] > 1:
-            sh[0, x] += fp[C] * w * b[y] * sp
-            sh[1, y] += fp[C] * w * a[x] * sp
+            sh[0, x] += c * w * b[y] * sp
+            sh[1, y] += c * w * a[x] * sp
+
+
+@njit(cache=True, inline="always")
+def _options(r, ip, fp):
+    """The per-query constants of :func:`_pair`, read once (not per pair) from the settings."""
+    norm = ip[NORM] != 0
+    return norm, norm and r[0] != r[r.size - 1], ip[SAME] != 0, ip[WANT_LOSS] != 0, fp[SIGMA], fp[C]
 
 
 @njit(cache=True, inline="always")
@@ -255,11 +262,12 @@ def _query_constant(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, 
         return 0.0
     idx, s, r, v, a, b, m = _gather(scores, ref, values, high, low, lo, n, ip)
     g, h, sh = _scratch(n, share_high)
+    opts = _options(r, ip, fp)
     for i in range(m):
         for j in range(i + 1, n):
             if v[i] != v[j]:
                 up = v[i] > v[j]
-                _pair(i if up else j, j if up else i, inv_norm, s, r, a, b, g, h, sh, ip, fp)
+                _pair(i if up else j, j if up else i, inv_norm, s, r, a, b, g, h, sh, opts)
     return _finish(idx, lo, g, h, sh, ip, grad, hess, share_high, share_low)
 
 
@@ -271,6 +279,7 @@ def _query_discount(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, 
         return 0.0
     idx, s, r, v, a, b, m = _gather(scores, ref, values, high, low, lo, n, ip)
     g, h, sh = _scratch(n, share_high)
+    opts = _options(r, ip, fp)
     mode = ip[MODE]
     mu = fp[MU]
     for i in range(m):
@@ -285,7 +294,7 @@ def _query_discount(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, 
                 delta = abs(disc[j - i - 1] - disc[j - i])
                 w = gap * (delta if mode == LOSS2 else swap + mu * delta)
             up = v[i] > v[j]
-            _pair(i if up else j, j if up else i, w, s, r, a, b, g, h, sh, ip, fp)
+            _pair(i if up else j, j if up else i, w, s, r, a, b, g, h, sh, opts)
     return _finish(idx, lo, g, h, sh, ip, grad, hess, share_high, share_low)
 
 
@@ -297,6 +306,7 @@ def _query_loss1(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp,
         return 0.0
     idx, s, r, v, a, b, m = _gather(scores, ref, values, high, low, lo, n, ip)
     g, h, sh = _scratch(n, share_high)
+    opts = _options(r, ip, fp)
     for i in range(m):
         wi = v[i] * disc[i] * inv_norm
         for j in range(i + 1, n):
@@ -304,7 +314,7 @@ def _query_loss1(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp,
             for up in (True, False):
                 w = wi if up else wj
                 if w != 0.0:
-                    _pair(i if up else j, j if up else i, w, s, r, a, b, g, h, sh, ip, fp)
+                    _pair(i if up else j, j if up else i, w, s, r, a, b, g, h, sh, opts)
     return _finish(idx, lo, g, h, sh, ip, grad, hess, share_high, share_low)
 
 
@@ -316,6 +326,7 @@ def _query_measure(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, f
         return 0.0
     idx, s, r, v, a, b, m = _gather(scores, ref, values, high, low, lo, n, ip)
     g, h, sh = _scratch(n, share_high)
+    opts = _options(r, ip, fp)
     mode = ip[MODE]
     kcut = ip[KCUT]
     # rank weights 1/r within the cut-off; AP's hits and prefix sums of rel/r; RR's first two
@@ -370,7 +381,7 @@ def _query_measure(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, f
             if w == 0.0:
                 continue
             up = v[i] > v[j]
-            _pair(i if up else j, j if up else i, w, s, r, a, b, g, h, sh, ip, fp)
+            _pair(i if up else j, j if up else i, w, s, r, a, b, g, h, sh, opts)
     return _finish(idx, lo, g, h, sh, ip, grad, hess, share_high, share_low)
 
 
