@@ -35,9 +35,13 @@ OBJECTIVES = {
     "listnet_k3_sampled": lambda: gbrank.listnet(k=3, exact_limit=0),
     "cosine": lambda: gbrank.cosine(),
     "ndcg_boost": lambda: gbrank.ndcg_boost(),
+    "lambdarank": lambda: gbrank.lambdarank(truncation=3),
+    "lambdarank_map": lambda: gbrank.lambdarank("map"),
+    "lambdaloss": lambda: gbrank.lambdaloss(),
 }
 # Objectives whose labels go through 2**l - 1 (a gain or a target): integers 0..31 only.
-EXP2 = {"wlistmle", "wranknet", "listnet", "listnet_k2", "listnet_k3", "listnet_k3_sampled", "cosine", "ndcg_boost"}
+EXP2 = {"wlistmle", "wranknet", "listnet", "listnet_k2", "listnet_k3", "listnet_k3_sampled", "cosine", "ndcg_boost",
+        "lambdarank", "lambdaloss"}
 # The others use the labels' order only.
 ORDER_ONLY = sorted(set(OBJECTIVES) - EXP2)
 NAMES = list(OBJECTIVES)
@@ -206,9 +210,11 @@ def test_order_only_objectives_use_only_the_order_of_the_labels(name):
         np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("name", ["wlistmle", "wranknet", "listnet", "cosine", "ndcg_boost"])
+@pytest.mark.parametrize("name", ["wlistmle", "wranknet", "listnet", "cosine", "ndcg_boost", "lambdarank", "lambdaloss"])
 def test_exp2_objectives_take_any_label_with_a_linear_gain(name):
     make = {
+        "lambdarank": lambda: gbrank.lambdarank(gain="linear"),
+        "lambdaloss": lambda: gbrank.lambdaloss(gain="linear"),
         "wlistmle": lambda: gbrank.wlistmle(gain="linear"),
         "wranknet": lambda: gbrank.wranknet(gain="linear"),
         "listnet": lambda: gbrank.listnet(target="linear"),

@@ -37,6 +37,9 @@ OBJECTIVES = {
     "listnet_k3_sampled": lambda seed=0: gbrank.listnet(k=3, exact_limit=0, n_samples=4, seed=seed),
     "cosine": lambda seed=0: gbrank.cosine(),
     "ndcg_boost": lambda seed=0: gbrank.ndcg_boost(),
+    "lambdarank": lambda seed=0: gbrank.lambdarank(),
+    "lambdarank_err": lambda seed=0: gbrank.lambdarank("err", k=5),
+    "lambdaloss": lambda seed=0: gbrank.lambdaloss(),
 }
 RANDOMISED = ["listmle", "listmle_topk", "wlistmle", "plackett_luce", "listnet_k3_sampled"]
 NAMES = list(OBJECTIVES)

@@ -77,7 +77,20 @@ RANDOM = {
 }
 # Piecewise: ties broken by the current scores.
 BY_SCORE = {"listmle_score": lambda **kw: gbrank.listmle(ties="score", **kw)}
-ALL = {**SMOOTH, **TRUNCATED, **RANDOM, **BY_SCORE}
+# Pair weights from the current ranks, held fixed within an iteration: the gradient and the
+# exact diagonal hessian are those of ``fixed_weight_loss`` with the weights frozen.
+FIXED_WEIGHTS = {
+    "lambdarank": lambda **kw: gbrank.lambdarank(**kw),
+    "lambdarank_truncated": lambda **kw: gbrank.lambdarank(truncation=2, **kw),
+    "lambdarank_map": lambda **kw: gbrank.lambdarank("map", k=3, **kw),
+    "lambdarank_mrr": lambda **kw: gbrank.lambdarank("mrr", **kw),
+    "lambdarank_err": lambda **kw: gbrank.lambdarank("err", norm=False, **kw),
+    "lambdarank_linear_zipf": lambda **kw: gbrank.lambdarank(gain="linear", discount="zipf", k=3, **kw),
+    "lambdaloss": lambda **kw: gbrank.lambdaloss(**kw),
+    "lambdaloss_loss1": lambda **kw: gbrank.lambdaloss("ndcg_loss1", truncation=2, **kw),
+    "lambdaloss_loss2": lambda **kw: gbrank.lambdaloss("ndcg_loss2", norm=True, **kw),
+}
+ALL = {**SMOOTH, **TRUNCATED, **RANDOM, **BY_SCORE, **FIXED_WEIGHTS}
 
 PLACKETT_LUCE = {"listmle", "listmle_topk", "wlistmle", "wlistmle_best_rank", "plackett_luce"}
 # Hessian = exact diagonal of the loss's hessian; the others return a bounding surrogate.
@@ -177,6 +190,36 @@ def test_truncated_gradient_is_the_finite_difference_between_crossings(data):
     grad, _ = obj.grad_hess(y, s, sizes)
     fd = finite_difference(lambda x: obj.loss(y, x, sizes), s, 1e-6)
     np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-6 * (1 + np.abs(grad).max()))
+
+
+@pytest.mark.parametrize("name", sorted(FIXED_WEIGHTS))
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=queries())
+def test_fixed_weight_gradient_and_hessian_are_those_of_the_frozen_loss(name, data):
+    # ties in the scores included: the ranks (ties in row order) are frozen with the weights
+    y, s, sizes = data
+    obj = FIXED_WEIGHTS[name](hess_floor=0.0)
+    grad, hess = obj.grad_hess(y, s, sizes)
+    frozen = lambda x: obj.fixed_weight_loss(y, x, sizes, at=s)  # noqa: E731
+    assert frozen(s) == pytest.approx(obj.loss(y, s, sizes), rel=1e-12, abs=1e-300)
+    fd = finite_difference(frozen, s, 1e-6)
+    np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-6 * (1 + np.abs(grad).max()))
+    fd2 = second_difference(frozen, s, 1e-4)
+    np.testing.assert_allclose(hess, fd2, rtol=1e-4, atol=1e-5 * (1 + np.abs(hess).max()))
+
+
+@pytest.mark.parametrize("name", sorted(FIXED_WEIGHTS))
+@SETTINGS
+@given(data=queries(distinct_scores=True), seed=st.integers(0, 2**32 - 1),
+       shifts=st.lists(st.floats(-100, 100), min_size=3, max_size=3))
+def test_fixed_weight_objectives_follow_rows_and_ignore_shifts(name, data, seed, shifts):
+    # with distinct scores the ranks do not depend on the row order
+    y, s, sizes = data
+    obj = FIXED_WEIGHTS[name]()
+    assert_permuted(obj, y, s, sizes, within_query_permutation(np.random.default_rng(seed), sizes))
+    shifted = s + np.repeat(np.array(shifts[: len(sizes)]), sizes)
+    for a, b in zip(obj.grad_hess(y, s, sizes), obj.grad_hess(y, shifted, sizes)):
+        np.testing.assert_allclose(a, b, rtol=1e-7, atol=1e-9)
 
 
 # =========================================================================== hessian
@@ -288,7 +331,7 @@ def test_random_ties_without_ties_are_the_input_order(name, data, seed):
     assert_permuted(rand, y, s, sizes, within_query_permutation(np.random.default_rng(seed), sizes))
 
 
-@pytest.mark.parametrize("name", sorted({**SMOOTH, **TRUNCATED, **BY_SCORE}))
+@pytest.mark.parametrize("name", sorted({**SMOOTH, **TRUNCATED, **BY_SCORE, **FIXED_WEIGHTS}))
 @SETTINGS
 @given(data=queries(max_queries=4), seed=st.integers(0, 2**32 - 1))
 def test_the_order_of_the_queries_does_not_matter(name, data, seed):

@@ -15,6 +15,8 @@ method that names no arguments builds the objective of the registry entry's firs
 (``lgb:plackett_luce`` uses the position weights given there), and arguments in parentheses
 override it, e.g. ``lgb:listmle_topk(k=3)`` or ``lgb:listnet(k=2, target=rank_log)``; a bare
 word is read as a string. ``native:ndcgboost(sample=True)`` passes arguments to the estimator.
+A gbrank objective named like the engine's built-in (``lambdarank``) is the built-in when the
+name is bare and gbrank's when it has arguments: ``lgb:lambdarank(measure=map)``.
 
 Seeds. A run's seed goes to the engine, to the native estimator's ``random_state`` and to a
 gbrank objective whose default build has a ``seed`` setting (the objectives that break ties
@@ -282,7 +284,7 @@ def parse_method(spec: str) -> Method:
                 f"unknown method {spec!r}{suggest(text, [f'native:{o}' for o in _NATIVE])}: the native engine has {', '.join(_NATIVE)}"
             )
         builtin = False
-    elif objective in _BUILTINS[engine]:
+    elif objective in _BUILTINS[engine] and not (kwargs and objective in _gbrank_names()):
         if kwargs:
             raise ValueError(f"method {spec!r}: built-in objectives take no arguments here")
         builtin = True

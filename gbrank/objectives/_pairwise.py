@@ -112,8 +112,10 @@ def _rank_order(ref, lo, n):
 
     A bottom-up merge sort: stable, and far quicker to compile than ``np.argsort``'s.
     """
-    idx = np.arange(n)
+    idx = np.empty(n, dtype=np.int64)
     tmp = np.empty(n, dtype=np.int64)
+    for t in range(n):
+        idx[t] = t
     width = 1
     while width < n:
         for start in range(0, n, 2 * width):
@@ -147,17 +149,15 @@ def _gather(scores, ref, values, high, low, lo, n, ip):
     s = np.empty(n)
     r = np.empty(n)
     v = np.empty(n)
-    a = np.ones(n)
-    b = np.ones(n)
+    a = np.empty(n)
+    b = np.empty(n)
     for t in range(n):
         row = lo + idx[t]
         s[t] = scores[row]
         r[t] = ref[row]
         v[t] = values[row]
-        if high.size:
-            a[t] = high[row]
-        if low.size:
-            b[t] = low[row]
+        a[t] = high[row] if high.size else 1.0
+        b[t] = low[row] if low.size else 1.0
     trunc = ip[TRUNC]
     m = n - 1
     if 0 < trunc < n:
@@ -170,19 +170,19 @@ def _gather(scores, ref, values, high, low, lo, n, ip):
 
 
 @njit(cache=True, inline="always")
-def _pair(x, y, w, s, r, a, b, g, h, sh, ip, fp):
+def _pair(x, y, w, s, r, a, b, g, h, sh, opts):
     """Add the term of preferred ``x`` over ``y`` with weight ``w`` (sorted positions).
 
     ``sh`` holds [share as preferred, share as other, loss, sum of lambdas] per query; the
-    shares are rows 0 and 1 when asked for.
+    shares are rows 0 and 1 when asked for. ``opts`` is :func:`_options`' tuple.
     """
-    if ip[NORM] and r[0] != r[r.size - 1]:
+    norm, spread, same, want_loss, sigma, c = opts
+    if spread:
         w /= NORM_EPS + abs(r[x] - r[y])
     wab = w * a[x] * b[y]
     if wab == 0.0:
         return
-    sigma = fp[SIGMA]
-    cw = fp[C] * wab
+    cw = c * wab
     z = sigma * (s[x] - s[y])
     e = math.exp(-abs(z))
     inv = 1.0 / (1.0 + e)
@@ -193,19 +193,26 @@ def _pair(x, y, w, s, r, a, b, g, h, sh, ip, fp):
     g[y] += gr
     h[x] += cv
     h[y] += cv
-    if ip[NORM]:
-        if ip[SAME]:
+    if norm:
+        if same:
             sh[3, 0] += 2.0 * gr
         else:
             zr = sigma * (r[x] - r[y])
             er = math.exp(-abs(zr))
             sh[3, 0] += 2.0 * cw * sigma * (1.0 / (1.0 + er) if zr <= 0.0 else er / (1.0 + er))
-    if ip[WANT_LOSS]:
+    if want_loss:
         sp = max(-z, 0.0) + math.log1p(e)
         sh[2, 0] += cw * sp
         if sh.shape[1] > 1:
-            sh[0, x] += fp[C] * w * b[y] * sp
-            sh[1, y] += fp[C] * w * a[x] * sp
+            sh[0, x] += c * w * b[y] * sp
+            sh[1, y] += c * w * a[x] * sp
+
+
+@njit(cache=True, inline="always")
+def _options(r, ip, fp):
+    """The per-query constants of :func:`_pair`, read once (not per pair) from the settings."""
+    norm = ip[NORM] != 0
+    return norm, norm and r[0] != r[r.size - 1], ip[SAME] != 0, ip[WANT_LOSS] != 0, fp[SIGMA], fp[C]
 
 
 @njit(cache=True, inline="always")
@@ -227,7 +234,17 @@ def _finish(idx, lo, g, h, sh, ip, grad, hess, share_high, share_low):
 
 @njit(cache=True, inline="always")
 def _scratch(n, share_high):
-    return np.zeros(n), np.zeros(n), np.zeros((4, n if share_high.size else 1))
+    # np.empty and a loop: every other numpy constructor is one more implementation to compile
+    g = np.empty(n)
+    h = np.empty(n)
+    sh = np.empty((4, n if share_high.size else 1))
+    for t in range(n):
+        g[t] = 0.0
+        h[t] = 0.0
+    for k in range(4):
+        for t in range(sh.shape[1]):
+            sh[k, t] = 0.0
+    return g, h, sh
 
 
 # One per-query function per family of weightings, each with its own small parallel
@@ -245,11 +262,12 @@ def _query_constant(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, 
         return 0.0
     idx, s, r, v, a, b, m = _gather(scores, ref, values, high, low, lo, n, ip)
     g, h, sh = _scratch(n, share_high)
+    opts = _options(r, ip, fp)
     for i in range(m):
         for j in range(i + 1, n):
             if v[i] != v[j]:
                 up = v[i] > v[j]
-                _pair(i if up else j, j if up else i, inv_norm, s, r, a, b, g, h, sh, ip, fp)
+                _pair(i if up else j, j if up else i, inv_norm, s, r, a, b, g, h, sh, opts)
     return _finish(idx, lo, g, h, sh, ip, grad, hess, share_high, share_low)
 
 
@@ -261,6 +279,7 @@ def _query_discount(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, 
         return 0.0
     idx, s, r, v, a, b, m = _gather(scores, ref, values, high, low, lo, n, ip)
     g, h, sh = _scratch(n, share_high)
+    opts = _options(r, ip, fp)
     mode = ip[MODE]
     mu = fp[MU]
     for i in range(m):
@@ -275,7 +294,7 @@ def _query_discount(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, 
                 delta = abs(disc[j - i - 1] - disc[j - i])
                 w = gap * (delta if mode == LOSS2 else swap + mu * delta)
             up = v[i] > v[j]
-            _pair(i if up else j, j if up else i, w, s, r, a, b, g, h, sh, ip, fp)
+            _pair(i if up else j, j if up else i, w, s, r, a, b, g, h, sh, opts)
     return _finish(idx, lo, g, h, sh, ip, grad, hess, share_high, share_low)
 
 
@@ -287,6 +306,7 @@ def _query_loss1(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp,
         return 0.0
     idx, s, r, v, a, b, m = _gather(scores, ref, values, high, low, lo, n, ip)
     g, h, sh = _scratch(n, share_high)
+    opts = _options(r, ip, fp)
     for i in range(m):
         wi = v[i] * disc[i] * inv_norm
         for j in range(i + 1, n):
@@ -294,7 +314,7 @@ def _query_loss1(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp,
             for up in (True, False):
                 w = wi if up else wj
                 if w != 0.0:
-                    _pair(i if up else j, j if up else i, w, s, r, a, b, g, h, sh, ip, fp)
+                    _pair(i if up else j, j if up else i, w, s, r, a, b, g, h, sh, opts)
     return _finish(idx, lo, g, h, sh, ip, grad, hess, share_high, share_low)
 
 
@@ -306,13 +326,14 @@ def _query_measure(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, f
         return 0.0
     idx, s, r, v, a, b, m = _gather(scores, ref, values, high, low, lo, n, ip)
     g, h, sh = _scratch(n, share_high)
+    opts = _options(r, ip, fp)
     mode = ip[MODE]
     kcut = ip[KCUT]
     # rank weights 1/r within the cut-off; AP's hits and prefix sums of rel/r; RR's first two
     # relevant positions; ERR's probability of reaching each rank
-    rw = np.zeros(n + 1)
-    for t in range(min(n, kcut)):
-        rw[t] = 1.0 / (t + 1)
+    rw = np.empty(n + 1)
+    for t in range(n + 1):
+        rw[t] = 1.0 / (t + 1) if t < min(n, kcut) else 0.0
     hits = np.empty(n)
     prefix = np.empty(n)
     reach = np.empty(n)
@@ -360,13 +381,13 @@ def _query_measure(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, f
             if w == 0.0:
                 continue
             up = v[i] > v[j]
-            _pair(i if up else j, j if up else i, w, s, r, a, b, g, h, sh, ip, fp)
+            _pair(i if up else j, j if up else i, w, s, r, a, b, g, h, sh, opts)
     return _finish(idx, lo, g, h, sh, ip, grad, hess, share_high, share_low)
 
 
 @njit(parallel=True, cache=True)
 def _kernel_constant(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
-    loss = np.zeros(offsets.size - 1)
+    loss = np.empty(offsets.size - 1)
     for q in prange(offsets.size - 1):
         loss[q] = _query_constant(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], disc,
                                   ip, fp, grad, hess, share_high, share_low)
@@ -375,7 +396,7 @@ def _kernel_constant(scores, ref, values, high, low, offsets, inv_norm, disc, ip
 
 @njit(parallel=True, cache=True)
 def _kernel_discount(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
-    loss = np.zeros(offsets.size - 1)
+    loss = np.empty(offsets.size - 1)
     for q in prange(offsets.size - 1):
         loss[q] = _query_discount(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], disc,
                                   ip, fp, grad, hess, share_high, share_low)
@@ -384,7 +405,7 @@ def _kernel_discount(scores, ref, values, high, low, offsets, inv_norm, disc, ip
 
 @njit(parallel=True, cache=True)
 def _kernel_loss1(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
-    loss = np.zeros(offsets.size - 1)
+    loss = np.empty(offsets.size - 1)
     for q in prange(offsets.size - 1):
         loss[q] = _query_loss1(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], disc,
                                ip, fp, grad, hess, share_high, share_low)
@@ -393,7 +414,7 @@ def _kernel_loss1(scores, ref, values, high, low, offsets, inv_norm, disc, ip, f
 
 @njit(parallel=True, cache=True)
 def _kernel_measure(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
-    loss = np.zeros(offsets.size - 1)
+    loss = np.empty(offsets.size - 1)
     for q in prange(offsets.size - 1):
         loss[q] = _query_measure(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], disc,
                                  ip, fp, grad, hess, share_high, share_low)
@@ -417,7 +438,7 @@ class PairSettings:
     Attributes
     ----------
     weighting : str
-        A key of :data:`WEIGHTINGS`.
+        A key of ``WEIGHTINGS``.
     mu : float
         NDCG-Loss2++'s :math:`\\mu`.
     k : int or None
@@ -562,7 +583,8 @@ class PairwiseObjective(RankingObjective):
 
     def fixed_weight_loss(self, y_true, y_pred, group, at) -> float:
         """The loss at ``y_pred`` with the ranks, pair weights and normalisation frozen at the
-        scores ``at``: the function whose exact gradient and hessian :meth:`grad_hess`
+        scores ``at``: the function whose exact gradient and hessian
+        :meth:`~gbrank.objectives._base.RankingObjective.grad_hess`
         returns at ``y_pred == at``."""
         labels = np.asarray(y_true)
         offsets = check_group(group, labels.shape[0])

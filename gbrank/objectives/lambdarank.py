@@ -88,7 +88,7 @@ from .._validation import check_labels
 from ..gains import EXP2_MAX_LABEL, Discount, Gain, discount_values, gain_values
 from ._pairwise import PairSettings, PairwiseObjective
 
-__all__ = ["LambdaLoss", "LambdaRank", "lambdaloss", "lambdarank"]
+__all__ = ["LambdaLoss", "LambdaObjective", "LambdaRank", "lambdaloss", "lambdarank"]
 
 MEASURES = ("ndcg", "map", "mrr", "err")
 LAMBDALOSS_WEIGHTINGS = {
@@ -124,7 +124,7 @@ def _ideal_dcg(gains, offsets, table, k):
     return np.bincount(qid, weights=contribution, minlength=sizes.size)
 
 
-class _Lambda(PairwiseObjective):
+class LambdaObjective(PairwiseObjective):
     """Shared settings and NDCG inputs of :class:`LambdaRank` and :class:`LambdaLoss`."""
 
     def _check_common(self, gain, discount, truncation, sigma):
@@ -148,7 +148,7 @@ class _Lambda(PairwiseObjective):
         return gains, table, inv
 
 
-class LambdaRank(_Lambda):
+class LambdaRank(LambdaObjective):
     """LambdaRank objective; build it with :func:`lambdarank`."""
 
     factory = "lambdarank"
@@ -211,7 +211,7 @@ class LambdaRank(_Lambda):
         return relevant, None, inv, None
 
 
-class LambdaLoss(_Lambda):
+class LambdaLoss(LambdaObjective):
     """LambdaLoss objective; build it with :func:`lambdaloss`."""
 
     factory = "lambdaloss"
