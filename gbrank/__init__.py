@@ -14,6 +14,7 @@ _FIXED = {
     "RankingObjective": "gbrank.objectives._base:RankingObjective",
     "dask": "gbrank.dask",
     "datasets": "gbrank.datasets",
+    "engines": "gbrank.engines",
     "metrics": "gbrank.metrics",
     "objectives": "gbrank.objectives",
 }
