@@ -259,9 +259,13 @@ def test_lightgbm_reads_positions_from_the_dataset(click_data):
     np.testing.assert_allclose(via_dataset.predict(X), explicit.predict(X))
     with pytest.raises(ValueError, match=r"carries no positions: build it with lgb.Dataset\(..., position=...\)"):
         lgb.train({**params, "objective": obj}, lgb.Dataset(X, clicks, group=group), 1)
-    with pytest.raises(ValueError, match="lgb.cv's fold Datasets do not keep them"):
+    with pytest.raises(ValueError, match="folds=gbrank.engines.query_folds"):
         lgb.cv({**params, "objective": obj, "metric": "None"}, lgb.Dataset(X, clicks, group=group, position=pos),
                num_boost_round=1, nfold=2, stratified=False)
+    whole = lgb.Dataset(X, clicks, group=group, position=pos)
+    with pytest.raises(ValueError, match="lgb.cv's fold Datasets do not keep them"):
+        lgb.cv({**params, "objective": obj, "metric": "None"}, whole, num_boost_round=1,
+               folds=gbrank.engines.query_folds(group, nfold=2))
     shuffled = pos.copy()
     shuffled[[0, 1]] = shuffled[[1, 0]]
     # swapped in query 0, the first: LightGBM's ids still read 0, 1, 2, ... there, but the

@@ -87,8 +87,9 @@ import numpy as np
 from numba import njit, prange
 
 from .._validation import check_scores, check_weights
-from ..groups import check_group
-from ._base import RankingObjective, _engine_of
+from .. import engines as _engines
+from ..groups import check_group, sizes_to_offsets
+from ._base import RankingObjective
 from .listnet import _top1
 
 __all__ = ["IPSListNet", "ips_listnet"]
@@ -170,8 +171,7 @@ def check_positions(position, clicks, offsets, n_known: int | None) -> np.ndarra
     return pos
 
 
-def _lightgbm_positions(data, offsets) -> np.ndarray | None:
-    ids = data.get_position()
+def _lightgbm_positions(ids, offsets) -> np.ndarray | None:
     if ids is None:
         return None
     ids = np.asarray(ids, dtype=np.int64)
@@ -345,35 +345,27 @@ class IPSListNet(RankingObjective):
         return float(np.sum(self._loss(state, scores)))
 
     def __call__(self, y_true, y_pred, weight=None, group=None):
-        engine = _engine_of(y_pred)
-        if engine == "lightgbm":
-            preds, data = y_true, y_pred
-            labels, offsets = self._rows(data.get_label(), data.get_group())
-            position = _lightgbm_positions(data, offsets)
+        """Engine entry point, as :meth:`RankingObjective.__call__`, with the positions read
+        from the engine data: a LightGBM ``Dataset(position=)`` (each query's rows in display
+        order) or, for XGBoost, the row order within each query (XGBoost's own convention)."""
+        engine = _engines.engine_of(y_pred)
+        if engine is None:
+            if group is not None:
+                _engines.lightgbm.check_caller()
+            return self.grad_hess(y_true, y_pred, group, weight)
+        preds, fields = y_true, _engines.read(y_pred)
+        offsets = sizes_to_offsets(fields.sizes)
+        if engine == "xgboost":
+            position = _row_order_positions(offsets)
+        else:
+            position = _lightgbm_positions(fields.position, offsets)
             if position is None and self.mode != "weighted_labels":
                 raise ValueError(
                     "the LightGBM Dataset carries no positions: build it with lgb.Dataset(..., "
                     "position=...) (lgb.cv's fold Datasets do not keep them: cross-validate with "
                     "gbrank.Ranker or by hand)"
                 )
-            return self.grad_hess(labels, preds, np.diff(offsets), data.get_weight(), position=position)
-        if engine == "xgboost":
-            return self._xgboost(y_true, y_pred)
-        return self.grad_hess(y_true, y_pred, group, weight)
-
-    def _xgboost(self, preds, dmat):
-        # XGBoost's convention (lambdarank_unbiased): a query's rows are in display order
-        ptr = dmat.get_uint_info("group_ptr")
-        if ptr.size < 2:
-            return super()._xgboost(preds, dmat)
-        offsets = ptr.astype(np.int64)
-        weights = dmat.get_weight()
-        if weights.size == offsets.size - 1:
-            weights = np.repeat(weights.astype(np.float64), np.diff(offsets))
-        return self.grad_hess(
-            dmat.get_label(), preds, np.diff(offsets), weights if weights.size else None,
-            position=_row_order_positions(offsets),
-        )
+        return self.grad_hess(fields.labels, preds, fields.sizes, fields.weights, position=position)
 
     def _rows(self, y_true, group):
         labels = np.asarray(y_true)
