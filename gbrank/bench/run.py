@@ -122,6 +122,10 @@ class Results:
 def _set_threads(threads: int) -> None:
     import numba
 
+    from .._threading import configure_threading
+
+    # setting the thread count starts numba's threading layer: choose it first
+    configure_threading()
     numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
 
 
