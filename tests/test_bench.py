@@ -349,7 +349,7 @@ def test_unavailable_methods_are_reported_not_fatal(tmp_path, monkeypatch):
     [
         (["--methods", "lgb:nonsense"], "unknown method 'lgb:nonsense'"),
         (["--methods", "catboost:yetirank"], "a method is <engine>:<objective>"),
-        (["--methods", "lgb:lambdarank(k=3)"], "built-in objectives take no arguments"),
+        (["--methods", "lgb:rank_xendcg(k=3)"], "built-in objectives take no arguments"),
         (["--methods", "lgb:listmle_topk(kk=3)"], "lgb:listmle_topk(kk=3)"),
         (["--methods", "lgb:listmle_topk(k=0)"], "lgb:listmle_topk(k=0)"),
         (["--methods", "lgb:listmle_topk(3)"], "keyword arguments"),
