@@ -271,3 +271,13 @@ def test_an_interrupted_run_leaves_no_empty_report_directory(tmp_path, monkeypat
     with pytest.raises(KeyboardInterrupt):
         cli.main(["--data", TINY, "--out", str(tmp_path / "report")])
     assert not (tmp_path / "report").exists()
+
+
+def test_a_bare_built_in_name_is_the_built_in_and_arguments_name_gbrank():
+    from gbrank.bench.methods import parse_method
+
+    bare = parse_method("lgb:lambdarank")
+    assert bare.builtin and bare.build() == "lambdarank"
+    ours = parse_method("lgb:lambdarank(measure=map)")
+    assert not ours.builtin and repr(ours.build()).startswith("lambdarank(measure='map'")
+    assert not parse_method("xgb:lambdarank").builtin  # XGBoost has no built-in of that name
