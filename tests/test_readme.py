@@ -56,7 +56,7 @@ def test_the_set_up_commands_are_the_two_of_today():
 def test_the_readme_has_the_blocks_a_new_user_needs():
     assert len(PYTHON) >= 3
     text = "\n".join(PYTHON)
-    for needed in ("lgb.train", "xgb.train", "xgboost_early_stopping", "gbrank.Ranker", "pd.DataFrame", "gbrank.datasets"):
+    for needed in ("lgb.train", "xgb.train", "xgboost_metric", "early_stopping_rounds", "gbrank.Ranker", "pd.DataFrame", "gbrank.datasets"):
         assert needed in text, needed
     assert any("letor:" in line for line in COMMANDS) and any("table:" in line for line in COMMANDS)
 
