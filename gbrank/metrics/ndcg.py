@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import literally, njit, prange
+from numba import njit, prange
 
 from ..gains import Discount, Gain, discount_values, gain_values
 from ._common import (
@@ -68,8 +68,6 @@ def _ndcg_query(gains, scores, lo, hi, k, disc, ties, fill, order, kept, cand):
 
 @njit(parallel=True, cache=True)
 def _ndcg_kernel(gains, scores, offsets, k, disc, ties, fill, longest):
-    # a kernel per tie policy: the default one compiles no tie-averaging code
-    literally(ties)
     n_queries = offsets.size - 1
     out = np.empty(n_queries, dtype=np.float64)
     for chunk in prange((n_queries + CHUNK - 1) // CHUNK):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import literally, njit, prange
+from numba import njit, prange
 
 from .._validation import check_labels
 from ._common import (
@@ -71,8 +71,6 @@ def _precision_query(labels, scores, lo, hi, k, threshold, ties, shrink, fill, o
 
 @njit(parallel=True, cache=True)
 def _precision_kernel(labels, scores, offsets, k, kmax, threshold, ties, shrink, fill, longest):
-    # a kernel per tie policy: the default one compiles no tie-averaging code
-    literally(ties)
     n_queries = offsets.size - 1
     out = np.empty(n_queries, dtype=np.float64)
     for chunk in prange((n_queries + CHUNK - 1) // CHUNK):
