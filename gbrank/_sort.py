@@ -18,20 +18,25 @@ def order_desc(values):
     ``values`` must hold no NaN.
     """
     n = values.shape[0]
-    idx = np.arange(n)
+    # The keys move with their indices, so that comparisons read contiguous memory rather
+    # than gather through the indices.
+    key = np.empty(n, dtype=np.float64)
+    idx = np.empty(n, dtype=np.int64)
     for start in range(0, n, _RUN):
         stop = min(start + _RUN, n)
-        for i in range(start + 1, stop):
-            v = idx[i]
+        for i in range(start, stop):
+            v = values[i]
             j = i
-            while j > start and values[v] > values[idx[j - 1]]:
+            while j > start and v > key[j - 1]:
+                key[j] = key[j - 1]
                 idx[j] = idx[j - 1]
                 j -= 1
-            idx[j] = v
+            key[j] = v
+            idx[j] = i
     if n <= _RUN:
         return idx
-    src = idx
-    dst = np.empty(n, dtype=np.int64)
+    dst_key = np.empty(n, dtype=np.float64)
+    dst_idx = np.empty(n, dtype=np.int64)
     width = _RUN
     while width < n:
         for start in range(0, n, 2 * width):
@@ -42,21 +47,26 @@ def order_desc(values):
             t = start
             while i < mid and j < stop:
                 # the right run's row goes first only if strictly before: ties keep row order
-                if values[src[j]] > values[src[i]]:
-                    dst[t] = src[j]
+                if key[j] > key[i]:
+                    dst_key[t] = key[j]
+                    dst_idx[t] = idx[j]
                     j += 1
                 else:
-                    dst[t] = src[i]
+                    dst_key[t] = key[i]
+                    dst_idx[t] = idx[i]
                     i += 1
                 t += 1
             while i < mid:
-                dst[t] = src[i]
+                dst_key[t] = key[i]
+                dst_idx[t] = idx[i]
                 i += 1
                 t += 1
             while j < stop:
-                dst[t] = src[j]
+                dst_key[t] = key[j]
+                dst_idx[t] = idx[j]
                 j += 1
                 t += 1
-        src, dst = dst, src
+        key, dst_key = dst_key, key
+        idx, dst_idx = dst_idx, idx
         width *= 2
-    return src
+    return idx

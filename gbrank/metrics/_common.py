@@ -82,9 +82,15 @@ def check_no_relevant(no_relevant: NoRelevant) -> float:
     return value
 
 
+def longest_group(offsets: np.ndarray) -> int:
+    """Size of the largest group: the kernels' scratch length (computed here rather than in
+    a kernel, which would compile one more function)."""
+    return int(np.diff(offsets).max())
+
+
 def cutoff_length(offsets: np.ndarray, k: int) -> int:
     """Longest prefix any query is evaluated on: ``min(k, largest group)``."""
-    longest = int(np.diff(offsets).max())
+    longest = longest_group(offsets)
     return longest if k == 0 else min(k, longest)
 
 

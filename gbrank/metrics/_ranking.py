@@ -211,11 +211,3 @@ def low_keys_first(keys, offsets, *arrays):
     qid = np.repeat(np.arange(offsets.size - 1), np.diff(offsets))
     rows = np.lexsort((keys, qid))
     return tuple(a[rows] for a in arrays)
-
-
-@njit(cache=True)
-def max_group_size(offsets):
-    longest = 0
-    for q in range(offsets.size - 1):
-        longest = max(longest, offsets[q + 1] - offsets[q])
-    return longest

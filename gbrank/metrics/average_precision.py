@@ -14,6 +14,7 @@ from ._common import (
     check_threshold,
     check_ties,
     cutoff_length,
+    longest_group,
     reduce_queries,
 )
 from ._ranking import (
@@ -22,7 +23,6 @@ from ._ranking import (
     TIES_INPUT,
     TIES_PESSIMISTIC,
     low_keys_first,
-    max_group_size,
     rank_top,
     tie_block_end,
     tied_with,
@@ -77,10 +77,9 @@ def _ap_query(labels, scores, lo, hi, k, threshold, ties, by_r, fill, order, kep
 
 
 @njit(parallel=True, cache=True)
-def _ap_kernel(labels, scores, offsets, k, kmax, threshold, ties, by_r, fill):
+def _ap_kernel(labels, scores, offsets, k, kmax, threshold, ties, by_r, fill, longest):
     n_queries = offsets.size - 1
     out = np.empty(n_queries, dtype=np.float64)
-    longest = max_group_size(offsets)
     for chunk in prange((n_queries + CHUNK - 1) // CHUNK):
         order = np.empty(kmax, dtype=np.int64)
         cand = np.empty(longest, dtype=np.int64)
@@ -188,5 +187,7 @@ def mean_average_precision(
     if tie_code == TIES_PESSIMISTIC:
         labels, scores = low_keys_first(labels, offsets, labels, scores)
         tie_code = TIES_INPUT
-    values = _ap_kernel(labels, scores, offsets, k, kmax, threshold, tie_code, by_r, fill)
+    values = _ap_kernel(
+        labels, scores, offsets, k, kmax, threshold, tie_code, by_r, fill, longest_group(offsets)
+    )
     return reduce_queries(values, fill, per_query)

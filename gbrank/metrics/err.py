@@ -16,9 +16,10 @@ from ._common import (
     check_no_relevant,
     check_ties,
     cutoff_length,
+    longest_group,
     reduce_queries,
 )
-from ._ranking import CHUNK, TIES_PESSIMISTIC, low_keys_first, max_group_size, rank_top
+from ._ranking import CHUNK, TIES_PESSIMISTIC, low_keys_first, rank_top
 
 __all__ = ["err"]
 
@@ -45,10 +46,9 @@ def _err_query(stop, scores, lo, hi, k, fill, order, kept, cand):
 
 
 @njit(parallel=True, cache=True)
-def _err_kernel(stop, scores, offsets, k, kmax, fill):
+def _err_kernel(stop, scores, offsets, k, kmax, fill, longest):
     n_queries = offsets.size - 1
     out = np.empty(n_queries, dtype=np.float64)
-    longest = max_group_size(offsets)
     for chunk in prange((n_queries + CHUNK - 1) // CHUNK):
         order = np.empty(kmax, dtype=np.int64)
         cand = np.empty(longest, dtype=np.int64)
@@ -148,5 +148,5 @@ def err(
     kmax = cutoff_length(offsets, k)
     if tie_code == TIES_PESSIMISTIC:
         stop, scores = low_keys_first(stop, offsets, stop, scores)
-    values = _err_kernel(stop, scores, offsets, k, kmax, fill)
+    values = _err_kernel(stop, scores, offsets, k, kmax, fill, longest_group(offsets))
     return reduce_queries(values, fill, per_query)

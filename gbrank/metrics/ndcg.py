@@ -13,6 +13,7 @@ from ._common import (
     check_no_relevant,
     check_ties,
     cutoff_length,
+    longest_group,
     reduce_queries,
 )
 from ._ranking import (
@@ -21,7 +22,6 @@ from ._ranking import (
     TIES_INPUT,
     TIES_PESSIMISTIC,
     low_keys_first,
-    max_group_size,
     rank_top,
     tie_block_end,
     tied_with,
@@ -67,10 +67,9 @@ def _ndcg_query(gains, scores, lo, hi, k, disc, ties, fill, order, kept, cand):
 
 
 @njit(parallel=True, cache=True)
-def _ndcg_kernel(gains, scores, offsets, k, disc, ties, fill):
+def _ndcg_kernel(gains, scores, offsets, k, disc, ties, fill, longest):
     n_queries = offsets.size - 1
     out = np.empty(n_queries, dtype=np.float64)
-    longest = max_group_size(offsets)
     for chunk in prange((n_queries + CHUNK - 1) // CHUNK):
         order = np.empty(disc.size, dtype=np.int64)
         cand = np.empty(longest, dtype=np.int64)
@@ -169,5 +168,5 @@ def ndcg(
     if tie_code == TIES_PESSIMISTIC:
         gains, scores = low_keys_first(gains, offsets, gains, scores)
         tie_code = TIES_INPUT
-    values = _ndcg_kernel(gains, scores, offsets, k, disc, tie_code, fill)
+    values = _ndcg_kernel(gains, scores, offsets, k, disc, tie_code, fill, longest_group(offsets))
     return reduce_queries(values, fill, per_query)
