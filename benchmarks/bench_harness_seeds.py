@@ -62,8 +62,9 @@ def main() -> None:
     per_query = results.per_query
     if args.save:
         per_query.to_csv(args.save, index=False)
+    n_methods = len({run["method"] for run in results.runs if run["status"] == "ok"})
     print(f"data {args.data}, {args.folds} folds, learning rate {args.learning_rate}, "
-          f"{len(results.ok_methods)} methods, seeds {seeds}: {wall:.1f} s, {wall / len(seeds):.1f} s per seed")
+          f"{n_methods} methods, seeds {seeds}: {wall:.1f} s, {wall / len(seeds):.1f} s per seed")
     full, means = ranking(per_query, seeds)
     print(f"ranking over all {len(seeds)} seeds: " + ", ".join(f"{m} {means[m]:.4f}" for m in full))
     print("seeds per set | pairs of disjoint sets | mean Kendall tau | mean discordant pairs | largest gap "

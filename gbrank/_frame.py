@@ -84,15 +84,6 @@ class QueryOrder:
             return values.iloc[self.order]
         return np.asarray(values)[self.order]
 
-    def ungroup(self, values: np.ndarray) -> np.ndarray:
-        """Per-row ``values`` of the grouped rows, back in the input order."""
-        values = np.asarray(values)
-        if self.order is None:
-            return values
-        out = np.empty_like(values)
-        out[self.order] = values
-        return out
-
 
 def query_order(qid, n_rows: int | None = None) -> QueryOrder:
     """The stable permutation that makes the rows of every query contiguous.

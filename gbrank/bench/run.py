@@ -112,11 +112,6 @@ class Results:
     per_query: pd.DataFrame
     predictions: pd.DataFrame
 
-    @property
-    def ok_methods(self) -> list[str]:
-        """Methods with at least one successful run, in grid order."""
-        done = {r["method"] for r in self.runs if r["status"] == "ok"}
-        return [m["name"] for m in self.methods if m["name"] in done]
 
 
 def _set_threads(threads: int) -> None:
