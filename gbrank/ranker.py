@@ -20,6 +20,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._frame import QueryOrder, query_order, split_qid
 from ._validation import check_labels, check_weights
 from .engines import BUILTIN_OBJECTIVES, is_builtin, uses_position, with_position
+from .engines import predict as engine_predict
 from .gains import EXP2_MAX_LABEL
 from .groups import check_group
 from .metrics import make_metrics, ndcg
@@ -320,11 +321,7 @@ class Ranker(BaseEstimator):
         return type(self.booster_).__module__.split(".")[0]
 
     def _predict(self, X: np.ndarray) -> np.ndarray:
-        if self._trained_with() == "lightgbm":
-            return self.booster_.predict(X, num_iteration=self.best_iteration_, raw_score=True)
-        return self.booster_.inplace_predict(
-            X, iteration_range=(0, self.best_iteration_), predict_type="margin"
-        ).astype(np.float64)
+        return engine_predict(self.booster_, X, self.best_iteration_)
 
     def score(self, X, y, group=None, qid=None) -> float:
         """Mean NDCG@``score_at`` over the queries, with the gain ``gain_`` chosen in :meth:`fit`.

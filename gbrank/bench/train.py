@@ -221,7 +221,7 @@ def _fit_lightgbm(method, cache, rounds, early_stopping, seed, metric, metric_na
     seconds = time.perf_counter() - start - evaluator.seconds
     # lgb.train keeps only the trees up to the best iteration, so count the evaluations
     n_iterations = len(evaluator.values) if valid else booster.current_iteration()
-    scores = booster.predict(cache.fold.test.X, num_iteration=best, raw_score=True)
+    scores = engine.predict(booster, cache.fold.test.X, best)
     return FitResult(
         test_scores=np.asarray(scores, dtype=np.float64),
         valid_curve=list(evaluator.values),
@@ -258,7 +258,7 @@ def _fit_xgboost(method, cache, rounds, early_stopping, seed, metric, metric_nam
     )
     seconds = time.perf_counter() - start - evaluator.seconds
     n_iterations = booster.num_boosted_rounds()
-    scores = booster.predict(dtest, iteration_range=(0, best), output_margin=True)
+    scores = engine.predict(booster, dtest, best)
     return FitResult(
         test_scores=np.asarray(scores, dtype=np.float64),
         valid_curve=list(evaluator.values),

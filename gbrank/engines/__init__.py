@@ -8,6 +8,7 @@ harness, ``gbrank.dask``) and every objective call goes through it.
 * :func:`start_score`: the starting score a custom objective trains from, 0 in both engines;
 * :func:`watched` and :class:`BestRound`: the early-stopping rule, **the first metric on
   the last eval set, higher is better**, with the best round as the model's length;
+* :func:`predict`: raw scores of a LightGBM or XGBoost booster, as float64;
 * :func:`query_folds`: cross-validation folds that keep queries whole, for ``lgb.cv(folds=)``;
 * :func:`with_position`: displayed positions bound to an objective that reads them.
 
@@ -41,6 +42,7 @@ __all__ = [
     "PositionedObjective",
     "engine_of",
     "is_builtin",
+    "predict",
     "query_folds",
     "read",
     "start_score",
@@ -59,6 +61,16 @@ def read(data) -> Fields:
         return xgboost.read(data)
     raise TypeError(f"expected a lightgbm.Dataset or an xgboost.DMatrix, got {type(data).__name__}")
 
+
+def predict(booster, X, rounds: int | None = None) -> np.ndarray:
+    """Raw scores (float64) of the rows of ``X`` from the first ``rounds`` rounds of a
+    ``lightgbm.Booster`` or ``xgboost.Booster``; by default the engine's choice."""
+    module = type(booster).__module__
+    if module.startswith("lightgbm"):
+        return lightgbm.predict(booster, X, rounds)
+    if module.startswith("xgboost"):
+        return xgboost.predict(booster, X, rounds)
+    raise TypeError(f"expected a lightgbm.Booster or an xgboost.Booster, got {type(booster).__name__}")
 
 def query_folds(data, nfold: int = 5, *, shuffle: bool = True, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     """``(train_rows, test_rows)`` pairs that keep every query whole.

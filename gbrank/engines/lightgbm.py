@@ -27,7 +27,17 @@ import numpy as np
 
 from ._common import BestRound, Fields, engine_of, is_builtin, watched
 
-__all__ = ["EarlyStopping", "best_iteration", "check", "check_caller", "check_params", "dataset", "read", "train"]
+__all__ = [
+    "EarlyStopping",
+    "best_iteration",
+    "check",
+    "check_caller",
+    "check_params",
+    "dataset",
+    "predict",
+    "read",
+    "train",
+]
 
 _CHECKED: "weakref.WeakKeyDictionary[Any, bool]" = weakref.WeakKeyDictionary()
 
@@ -198,6 +208,11 @@ def best_iteration(booster) -> int:
     best = int(booster.best_iteration)
     return best if best > 0 else int(booster.current_iteration())
 
+
+def predict(booster, X, rounds: int | None = None) -> np.ndarray:
+    """Raw scores (float64) of the rows of ``X`` from the first ``rounds`` rounds; by default
+    LightGBM's choice (the best iteration if the booster has one, else all)."""
+    return np.asarray(booster.predict(X, num_iteration=rounds, raw_score=True), dtype=np.float64)
 
 def train(
     params: dict,

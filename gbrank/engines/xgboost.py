@@ -24,13 +24,15 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ._common import Fields, is_builtin, start_score, watched
+from ._common import Fields, engine_of, is_builtin, start_score, watched
 
 __all__ = [
     "best_iteration",
     "dmatrix",
+    "early_stopping",
     "maximize_early_stopping",
     "params",
+    "predict",
     "query_weights",
     "read",
     "train",
@@ -115,6 +117,24 @@ def best_iteration(booster) -> int:
     return int(best) + 1 if best is not None else int(booster.num_boosted_rounds())
 
 
+def predict(booster, X, rounds: int | None = None) -> np.ndarray:
+    """Raw scores (margins, float64) of the rows of ``X`` (an array, a DataFrame or a
+    ``DMatrix``) from the first ``rounds`` rounds; by default XGBoost's choice (all rounds)."""
+    rounds_kw = {} if rounds is None else {"iteration_range": (0, int(rounds))}
+    if engine_of(X) == "xgboost":
+        scores = booster.predict(X, output_margin=True, **rounds_kw)
+    else:
+        scores = booster.inplace_predict(X, predict_type="margin", **rounds_kw)
+    return np.asarray(scores, dtype=np.float64)
+
+
+def early_stopping(rounds: int, *, data_name: str | None, metric_name: str):
+    """XGBoost's ``EarlyStopping`` callback under gbrank's rule: one metric on one eval set,
+    higher is better (see :func:`gbrank.engines.watched`)."""
+    from xgboost.callback import EarlyStopping
+
+    return EarlyStopping(rounds=int(rounds), metric_name=metric_name, data_name=data_name, maximize=True)
+
 def maximize_early_stopping(metric_names: Sequence[str]) -> None:
     """Make the early stopping of the running ``xgb.train`` / ``xgb.cv`` maximise a gbrank metric.
 
@@ -174,11 +194,7 @@ def train(
     callbacks = []
     if early_stopping_rounds is not None:
         data_name, metric_name = watched([name for _, name in evals], list(metric_names))
-        callbacks.append(
-            xgb.callback.EarlyStopping(
-                rounds=int(early_stopping_rounds), metric_name=metric_name, data_name=data_name, maximize=True
-            )
-        )
+        callbacks.append(early_stopping(early_stopping_rounds, data_name=data_name, metric_name=metric_name))
     booster = xgb.train(
         params(objective, given),
         dtrain,
