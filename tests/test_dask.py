@@ -262,6 +262,12 @@ def test_engine_objective_names(client, data, train_frame):
     assert ndcg(test.y, booster.inplace_predict(test.X), test.group, k=10) > 0.7
 
 
+@pytest.mark.parametrize("train, name", [("train_lightgbm", "regression"), ("train_xgboost", "reg:squarederror")])
+def test_an_objective_name_that_is_not_a_ranking_objective_is_refused(client, train_frame, train, name):
+    with pytest.raises(ValueError, match="is not a ranking objective"):
+        getattr(gdask, train)(client, train_frame, name, num_boost_round=2)
+
+
 # ----------------------------------------------------------------------------- exact metrics
 def test_evaluate_equals_one_machine_on_the_same_predictions(client, data, test_frame):
     model = Ranker(engine="lightgbm", n_estimators=20, n_jobs=1).fit(data[0].X, data[0].y, group=data[0].group)

@@ -1,0 +1,261 @@
+"""The data layout of :mod:`gbrank.dask`: every query whole in one partition, partitions
+spread over the workers, and the checks that it is so."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import dask
+import dask.array as da
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+from distributed import wait
+
+from ..groups import qid_to_sizes
+
+__all__ = ["check_partitions", "from_arrays", "partition_queries", "place_partitions", "query_sizes"]
+
+_POSITION = "__gbrank_position"
+_PART = "__gbrank_part"
+_INDEX = "__gbrank_index"
+
+
+def require_frame(df, qid_col: str):
+    if not isinstance(df, dd.DataFrame):
+        raise TypeError(f"expected a dask DataFrame, got {type(df).__name__} (see gbrank.dask.from_arrays)")
+    if qid_col not in df.columns:
+        raise ValueError(f"the DataFrame has no query-id column {qid_col!r}; columns: {list(df.columns)}")
+    kind = df[qid_col].dtype.kind
+    if kind not in "iu":
+        raise TypeError(f"query ids in {qid_col!r} must be integers, got dtype {df[qid_col].dtype}")
+
+
+def from_arrays(X, y, qid, *, feature_names: Sequence[str] | None = None, label_col: str = "label", qid_col: str = "qid"):
+    """One Dask DataFrame from a Dask feature array, labels and query ids.
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n_rows, n_features)
+        Features; one partition per chunk of rows.
+    y, qid : array-like of shape (n_rows,)
+        Labels and integer query ids (Dask or NumPy arrays); rechunked to ``X``'s rows.
+    feature_names : sequence of str, optional
+        Column names of the features; default ``f0, f1, ...``.
+    label_col, qid_col : str
+        Names of the label and query-id columns.
+
+    Returns
+    -------
+    dask.dataframe.DataFrame
+        Feature columns, then ``label_col`` and ``qid_col``; the index holds row numbers.
+    """
+    X = da.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must be two-dimensional, got shape {X.shape}")
+    X = X.rechunk({1: -1})
+    names = [f"f{i}" for i in range(X.shape[1])] if feature_names is None else list(feature_names)
+    if len(names) != X.shape[1]:
+        raise ValueError(f"{len(names)} feature names for {X.shape[1]} features")
+    if label_col in names or qid_col in names:
+        raise ValueError(f"feature names must not include {label_col!r} or {qid_col!r}")
+    columns = {}
+    for name, values in ((label_col, y), (qid_col, qid)):
+        values = da.asarray(values)
+        if values.shape != (X.shape[0],):
+            raise ValueError(f"{name} has shape {values.shape} but X has {X.shape[0]} rows")
+        columns[name] = values.rechunk((X.chunks[0],))
+    if columns[qid_col].dtype.kind not in "iu":
+        raise TypeError(f"query ids must be integers, got dtype {columns[qid_col].dtype}")
+    starts = np.concatenate(([0], np.cumsum(X.chunks[0])[:-1]))
+    meta = pd.DataFrame({name: pd.Series(dtype=X.dtype) for name in names})
+    meta = meta.assign(**{name: pd.Series(dtype=values.dtype) for name, values in columns.items()})
+    blocks = zip(X.to_delayed().ravel(), columns[label_col].to_delayed(), columns[qid_col].to_delayed(), starts)
+    frames = [dask.delayed(_block_frame)(xb, yb, qb, int(start), names, label_col, qid_col) for xb, yb, qb, start in blocks]
+    return dd.from_delayed(frames, meta=meta, verify_meta=False)
+
+
+def _block_frame(X, y, qid, start, names, label_col, qid_col) -> pd.DataFrame:
+    frame = pd.DataFrame(X, columns=names, index=pd.RangeIndex(start, start + X.shape[0]))
+    frame[label_col] = y
+    frame[qid_col] = qid
+    return frame
+
+
+def _query_parts(sizes: np.ndarray, n_parts: int) -> np.ndarray:
+    """Partition of each query (queries in id order): contiguous runs balanced by rows.
+
+    A query goes to the share of rows its middle row falls in, so every partition differs
+    from ``n_rows / n_parts`` by at most the largest query. Empty partitions are dropped.
+    """
+    middle = np.cumsum(sizes) - sizes / 2.0
+    parts = np.minimum((middle * n_parts / sizes.sum()).astype(np.int64), n_parts - 1)
+    return np.unique(parts, return_inverse=True)[1].reshape(-1)
+
+
+def partition_queries(df, qid_col: str = "qid", npartitions: int | None = None):
+    """Repartition so that every query sits whole in one partition, balanced by rows.
+
+    Parameters
+    ----------
+    df : dask.dataframe.DataFrame
+        Rows of documents with an integer query-id column; the rows of a query may be
+        spread over any partitions in any order.
+    qid_col : str, default="qid"
+        Name of the query-id column.
+    npartitions : int, optional
+        Number of partitions wanted, default ``df.npartitions``; at most the number of
+        queries. Use a multiple of the number of workers.
+
+    Returns
+    -------
+    dask.dataframe.DataFrame
+        The same rows and columns (and index values). Partition ``i`` holds a contiguous range
+        of query ids, ranges ascending; within a partition rows are sorted by query id, the
+        rows of a query in input order. Partition sizes differ from the mean by at most the
+        largest query. Divisions are unknown (the original index is kept).
+
+    Notes
+    -----
+    One pass computes the rows per query and per partition (small results), then a Dask
+    shuffle moves every row to its partition: one all-to-all exchange of the data.
+    """
+    require_frame(df, qid_col)
+    wanted = df.npartitions if npartitions is None else int(npartitions)
+    if wanted < 1:
+        raise ValueError(f"npartitions must be at least 1, got {npartitions!r}")
+    per_part = dask.compute(*[dask.delayed(_count_queries)(p) for p in df[qid_col].to_delayed()])
+    counts = pd.concat(per_part).groupby(level=0).sum().sort_index()
+    if counts.empty:
+        raise ValueError("the DataFrame has no rows")
+    qids = counts.index.to_numpy()
+    parts = _query_parts(counts.to_numpy(dtype=np.int64), min(wanted, qids.size))
+    n_parts = int(parts.max()) + 1
+    lengths = np.array([int(c.sum()) for c in per_part], dtype=np.int64)
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+
+    meta = df._meta.assign(**{_INDEX: df._meta.index, _POSITION: np.int64(0), _PART: np.int64(0)})
+    # One task holds the lookup tables (one entry per query) instead of a copy in every task.
+    tables = dask.delayed((qids, parts, starts), pure=True, traverse=False)
+    tagged = df.map_partitions(_tag_rows, qid_col=qid_col, tables=tables, meta=meta, partition_info=True)
+    moved = tagged.set_index(_PART, divisions=tuple(range(n_parts)) + (n_parts,))
+    return moved.map_partitions(_order_rows, qid_col=qid_col, meta=df._meta).clear_divisions()
+
+
+def _count_queries(qid: pd.Series) -> pd.Series:
+    return qid.value_counts(sort=False)
+
+
+def _tag_rows(part: pd.DataFrame, qid_col, tables, partition_info=None):
+    qids, parts, starts = tables
+    number = partition_info["number"] if partition_info else 0
+    where = np.searchsorted(qids, part[qid_col].to_numpy())
+    return part.assign(
+        **{
+            _INDEX: part.index,
+            _POSITION: starts[number] + np.arange(len(part), dtype=np.int64),
+            _PART: parts[where],
+        }
+    )
+
+
+def _order_rows(part: pd.DataFrame, qid_col):
+    order = np.lexsort((part[_POSITION].to_numpy(), part[qid_col].to_numpy()))
+    out = part.iloc[order].set_index(_INDEX)
+    out.index.name = None
+    return out.drop(columns=[_POSITION])
+
+
+def place_partitions(client, df, workers: Sequence[str] | None = None):
+    """Persist the partitions spread over the workers, balanced by rows.
+
+    Dask's scheduler may keep several partitions on one worker and none on another; both
+    engines then train on fewer machines. This pins every partition to a worker, largest
+    first onto the worker with the fewest rows so far.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        The cluster.
+    df : dask.dataframe.DataFrame
+        Partitions to place (whole queries each, e.g. from :func:`partition_queries`).
+    workers : sequence of str, optional
+        Worker addresses; default every worker of the cluster.
+
+    Returns
+    -------
+    dask.dataframe.DataFrame
+        The same partitions, in the same order, computed and held on their workers.
+    """
+    if not isinstance(df, dd.DataFrame):
+        raise TypeError(f"expected a dask DataFrame, got {type(df).__name__}")
+    workers = sorted(client.scheduler_info()["workers"]) if workers is None else list(workers)
+    if not workers:
+        raise ValueError("no workers to place the partitions on")
+    parts = df.to_delayed()
+    rows = partition_rows(df)
+    load = dict.fromkeys(workers, 0)
+    owner = [None] * len(parts)
+    for i in sorted(range(len(parts)), key=lambda i: -rows[i]):
+        target = min(workers, key=lambda w: load[w])
+        owner[i] = target
+        load[target] += rows[i]
+    futures = [client.compute(p, workers=[w], allow_other_workers=False) for p, w in zip(parts, owner)]
+    placed = dd.from_delayed(futures, meta=df._meta, verify_meta=False).persist()
+    wait(placed)
+    return placed
+
+
+def partition_rows(frame) -> np.ndarray:
+    """Number of rows of every partition of a Dask DataFrame or Series."""
+    return np.array(dask.compute(*[dask.delayed(len)(p) for p in frame.to_delayed()]), dtype=np.int64)
+
+def query_sizes(df, qid_col: str = "qid"):
+    """Group sizes of every partition, as a Dask Series with one chunk per partition.
+
+    This is LightGBM's ``group`` for ``DaskLGBMRanker.fit``, whose chunks are zipped with the
+    data partitions. Raises (when computed) if a query's rows are not contiguous within a
+    partition.
+    """
+    require_frame(df, qid_col)
+    return df[qid_col].map_partitions(
+        lambda s: pd.Series(qid_to_sizes(s.to_numpy()), dtype=np.int64), meta=(qid_col, np.int64)
+    )
+
+
+def check_partitions(df, qid_col: str = "qid") -> pd.DataFrame:
+    """Check that every query sits whole, and contiguous, in one partition.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per partition: ``rows`` and ``queries``.
+
+    Raises
+    ------
+    ValueError
+        Naming a query whose rows lie in two partitions, or are not contiguous in one.
+    """
+    require_frame(df, qid_col)
+    per_part = dask.compute(*[dask.delayed(_part_queries)(p) for p in df[qid_col].to_delayed()])
+    ids = np.concatenate([part_ids for _, part_ids in per_part])
+    owner = np.repeat(np.arange(len(per_part)), [part_ids.size for _, part_ids in per_part])
+    order = np.argsort(ids, kind="stable")
+    repeated = np.flatnonzero(ids[order][1:] == ids[order][:-1])
+    if repeated.size:
+        first, second = order[repeated[0]], order[repeated[0] + 1]
+        raise ValueError(
+            f"query {ids[first]} has rows in partitions {owner[first]} and {owner[second]}: "
+            "repartition with gbrank.dask.partition_queries first"
+        )
+    return pd.DataFrame(
+        {"rows": [rows for rows, _ in per_part], "queries": [part_ids.size for _, part_ids in per_part]}
+    )
+
+
+def _part_queries(qid: pd.Series):
+    values = qid.to_numpy()
+    sizes = qid_to_sizes(values)
+    # an empty partition (e.g. after a filter) holds no query
+    starts = (np.cumsum(sizes) - sizes).astype(np.int64)
+    return values.size, values[starts]
