@@ -59,24 +59,25 @@ examples:
 """
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
+def _bounded(convert, expected: str, bound: str, ok):
+    """An argparse type: ``convert(text)``, refused unless ``ok(value)``."""
+
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"expected {bound}, got {text!r}")
+        return value
+
+    return parse
 
 
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
-    return value
+_positive_int = _bounded(int, "a positive integer", "a positive integer", lambda value: value >= 1)
+_non_negative_int = _bounded(int, "an integer >= 0", "an integer >= 0", lambda value: value >= 0)
+_positive_float = _bounded(float, "a number", "a number > 0", lambda value: value > 0)
+_non_negative_float = _bounded(float, "a number", "a number >= 0", lambda value: value >= 0)
 
 
 def _seeds(text: str) -> tuple[int, ...]:
@@ -89,26 +90,6 @@ def _seeds(text: str) -> tuple[int, ...]:
     if len(set(seeds)) != len(seeds):
         raise argparse.ArgumentTypeError(f"seeds must be distinct, got {text!r}")
     return seeds
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
-    return value
-
-
-def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -85,6 +85,29 @@ def _grid(n: int, width: float, height: float):
     return fig, list(axes.flat[:n])
 
 
+def _decorate(ax, title: str, *, legend_loc: str) -> None:
+    """Title, grid and legend of one panel."""
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc=legend_loc, frameon=True, framealpha=0.8)
+
+
+def _save_panels(fig, axes, path: Path, *, xlabel: str, ylabel: str, title: str) -> Path:
+    """Axis labels on the outer panels and the figure's title, then the figure saved."""
+    for ax in axes:
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.label_outer()
+    fig.suptitle(title, fontsize=11)
+    return _save(fig, path)
+
+
+def _save(fig, path: Path) -> Path:
+    fig.savefig(path, dpi=110)
+    _pyplot().close(fig)
+    return path
+
+
 def plot_differences(sig, dataset: str, families: dict[str, str], path: Path, alpha: float = 0.05) -> Path | None:
     """Every method's mean test NDCG@10 minus the baseline's with its 95% interval, sorted,
     coloured by family; filled markers are significant after Holm's correction."""
@@ -123,9 +146,7 @@ def plot_differences(sig, dataset: str, families: dict[str, str], path: Path, al
     handles = [plt.Line2D([], [], color=c, marker="o", linewidth=2.2, label=f) for f, c in colours.items()] + [zero]
     ax.legend(handles=handles, title="family", loc="upper left", bbox_to_anchor=(1.12, 1.0), fontsize=8,
               title_fontsize=8, frameon=False)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def plot_ndcg_at_k(curves, sig, dataset: str, methods: list[str], families: dict[str, str], baseline: str | None,
@@ -135,7 +156,6 @@ def plot_ndcg_at_k(curves, sig, dataset: str, methods: list[str], families: dict
     filled where the tested difference is significant after Holm's correction."""
     if curves is None or curves.empty:
         return None
-    plt = _pyplot()
     significant = {}
     if not sig.empty:
         mine = sig[sig["dataset"] == dataset]
@@ -156,19 +176,11 @@ def plot_ndcg_at_k(curves, sig, dataset: str, methods: list[str], families: dict
             ax.plot([last["k"]], [last["mean_diff"]], marker=marker, markersize=8, linestyle="none",
                     color=style["color"], markerfacecolor=style["color"] if significant.get(method) else "white",
                     markeredgewidth=1.6)
-        ax.set_title(title, fontsize=10)
         ax.set_xticks(ks)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7, loc="best", frameon=True, framealpha=0.8)
-    for ax in axes:
-        ax.set_xlabel("k")
-        ax.set_ylabel("NDCG@k minus baseline")
-        ax.label_outer()
-    fig.suptitle(f"{dataset}: test NDCG@k minus {baseline}, mean over queries with 95% bands; "
-                 "marker at k=10 filled = significant after Holm", fontsize=11)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+        _decorate(ax, title, legend_loc="best")
+    return _save_panels(fig, axes, path, xlabel="k", ylabel="NDCG@k minus baseline",
+                        title=f"{dataset}: test NDCG@k minus {baseline}, mean over queries with 95% bands; "
+                        "marker at k=10 filled = significant after Holm")
 
 
 def _mean_curve(curves: list[list[float]]) -> tuple[np.ndarray, np.ndarray]:
@@ -194,7 +206,6 @@ def plot_validation_curves(runs: list[dict], dataset: str, methods: list[str], f
     """
     from matplotlib.ticker import MaxNLocator
 
-    plt = _pyplot()
     label = metric_name.upper()
     curves = {}
     for method in methods:
@@ -229,15 +240,7 @@ def plot_validation_curves(runs: list[dict], dataset: str, methods: list[str], f
         if high > low:
             ax.set_ylim(low - 0.05 * (high - low), high + 0.05 * (high - low))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_title(title, fontsize=10)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7, loc="lower right", frameon=True, framealpha=0.8)
-    for ax in axes:
-        ax.set_xlabel("iteration")
-        ax.set_ylabel(f"validation {label}")
-        ax.label_outer()
-    fig.suptitle(f"{dataset}: validation {label} per iteration, mean over folds and seeds "
-                 "(dot: mean best iteration; faint: only the runs still training)", fontsize=11)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+        _decorate(ax, title, legend_loc="lower right")
+    return _save_panels(fig, axes, path, xlabel="iteration", ylabel=f"validation {label}",
+                        title=f"{dataset}: validation {label} per iteration, mean over folds and seeds "
+                        "(dot: mean best iteration; faint: only the runs still training)")
