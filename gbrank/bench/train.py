@@ -11,7 +11,7 @@ which happens once per process in a warm-up call on a tiny dataset.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -100,15 +100,15 @@ class FitResult:
         return 1000.0 * self.objective_seconds / self.objective_calls
 
 
+@dataclass
 class FoldCache:
     """Each engine's datasets for one fold, built once and shared by the methods."""
 
-    def __init__(self, fold: Fold, params: TreeParams, threads: int) -> None:
-        self.fold = fold
-        self.params = params
-        self.threads = threads
-        self._lgb = None
-        self._xgb = None
+    fold: Fold
+    params: TreeParams
+    threads: int
+    _lgb: tuple | None = field(default=None, init=False, repr=False)
+    _xgb: tuple | None = field(default=None, init=False, repr=False)
 
     def lightgbm(self):
         if self._lgb is None:
@@ -193,17 +193,32 @@ def fit_method(
     return _fit_native(method, cache, rounds, early_stopping, seed)
 
 
+def _objective(method: Method, seed: int):
+    """A built-in objective's name, or the gbrank objective wrapped to time its calls."""
+    return method.objective if method.builtin else TimedObjective(method.build(seed))
+
+
+def _engine_result(scores, evaluator: TimedMetric, objective, *, n_iterations: int, best: int, seconds: float) -> FitResult:
+    timed = objective if isinstance(objective, TimedObjective) else None
+    return FitResult(
+        test_scores=scores,
+        valid_curve=list(evaluator.values),
+        n_iterations=n_iterations,
+        best_iteration=best,
+        train_seconds=seconds,
+        objective_seconds=None if timed is None else timed.seconds,
+        objective_calls=0 if timed is None else timed.calls,
+    )
+
+
 def _fit_lightgbm(method, cache, rounds, early_stopping, seed, metric, metric_name) -> FitResult:
     from ..engines import lightgbm as engine
 
     dtrain, dvalid = cache.lightgbm()
     params = cache.params.lightgbm(cache.threads, seed)
-    timed = None
     if method.builtin:
-        objective = method.objective
         params["objective_seed"] = seed
-    else:
-        objective = timed = TimedObjective(method.build(seed))
+    objective = _objective(method, seed)
     evaluator = TimedMetric(metric_name, metric)
     valid = [] if dvalid is None else [dvalid]
     start = time.perf_counter()
@@ -222,27 +237,15 @@ def _fit_lightgbm(method, cache, rounds, early_stopping, seed, metric, metric_na
     # lgb.train keeps only the trees up to the best iteration, so count the evaluations
     n_iterations = len(evaluator.values) if valid else booster.current_iteration()
     scores = engine.predict(booster, cache.fold.test.X, best)
-    return FitResult(
-        test_scores=np.asarray(scores, dtype=np.float64),
-        valid_curve=list(evaluator.values),
-        n_iterations=n_iterations,
-        best_iteration=best,
-        train_seconds=seconds,
-        objective_seconds=None if timed is None else timed.seconds,
-        objective_calls=0 if timed is None else timed.calls,
-    )
+    return _engine_result(scores, evaluator, objective, n_iterations=n_iterations, best=best, seconds=seconds)
 
 
 def _fit_xgboost(method, cache, rounds, early_stopping, seed, metric, metric_name) -> FitResult:
     from ..engines import xgboost as engine
 
     dtrain, dvalid, dtest = cache.xgboost()
-    timed = None
-    if method.builtin:
-        objective = method.objective
-    else:
-        # the engine layer starts a custom objective from 0, as LightGBM does
-        objective = timed = TimedObjective(method.build(seed))
+    # the engine layer starts a custom objective from 0, as LightGBM does
+    objective = _objective(method, seed)
     evaluator = TimedMetric(metric_name, metric)
     evals = [] if dvalid is None else [(dvalid, "valid")]
     start = time.perf_counter()
@@ -259,15 +262,7 @@ def _fit_xgboost(method, cache, rounds, early_stopping, seed, metric, metric_nam
     seconds = time.perf_counter() - start - evaluator.seconds
     n_iterations = booster.num_boosted_rounds()
     scores = engine.predict(booster, dtest, best)
-    return FitResult(
-        test_scores=np.asarray(scores, dtype=np.float64),
-        valid_curve=list(evaluator.values),
-        n_iterations=n_iterations,
-        best_iteration=best,
-        train_seconds=seconds,
-        objective_seconds=None if timed is None else timed.seconds,
-        objective_calls=0 if timed is None else timed.calls,
-    )
+    return _engine_result(scores, evaluator, objective, n_iterations=n_iterations, best=best, seconds=seconds)
 
 
 def _fit_native(method, cache, rounds, early_stopping, seed) -> FitResult:
