@@ -293,11 +293,13 @@ class Ranker(BaseEstimator):
             data=(X, y, rows.sizes, weight, position),
             evals=evals,
             names=names,
-            n_rounds=_positive_int(self.n_estimators, "n_estimators"),
             metrics=metrics,
+            # the engine adapters' own keywords, the same in both
+            num_boost_round=_positive_int(self.n_estimators, "n_estimators"),
+            metric_names=metrics.names if metrics else (),
             early_stopping_rounds=early_stopping_rounds,
-            verbose=verbose,
             evals_result=evals_result,
+            verbose=verbose,
         )
         self.objective_ = objective
         self.booster_ = booster
@@ -517,7 +519,7 @@ def _check_evaluable(y: np.ndarray, sizes, gain, name: str) -> None:
         ) from None
 
 
-def _fit_lightgbm(*, params, objective, data, evals, names, n_rounds, metrics, early_stopping_rounds, verbose, evals_result):
+def _fit_lightgbm(*, params, objective, data, evals, names, metrics, **training):
     from .engines import lightgbm as engine
 
     _require("lightgbm")
@@ -528,22 +530,11 @@ def _fit_lightgbm(*, params, objective, data, evals, names, n_rounds, metrics, e
         objective, position = with_position(objective, position), None
     dtrain = engine.dataset(X, y, sizes, weight=weight, position=position, params=params)
     valid = [engine.dataset(Xe, ye, ge, reference=dtrain) for Xe, ye, ge in evals]
-    return engine.train(
-        params,
-        dtrain,
-        objective,
-        num_boost_round=n_rounds,
-        valid=valid,
-        valid_names=names,
-        feval=metrics.lightgbm if metrics else None,
-        metric_names=metrics.names if metrics else (),
-        early_stopping_rounds=early_stopping_rounds,
-        evals_result=evals_result,
-        verbose=verbose,
-    )
+    feval = metrics.lightgbm if metrics else None
+    return engine.train(params, dtrain, objective, valid=valid, valid_names=names, feval=feval, **training)
 
 
-def _fit_xgboost(*, params, objective, data, evals, names, n_rounds, metrics, early_stopping_rounds, verbose, evals_result):
+def _fit_xgboost(*, params, objective, data, evals, names, metrics, **training):
     from .engines import xgboost as engine
 
     _require("xgboost")
@@ -552,18 +543,8 @@ def _fit_xgboost(*, params, objective, data, evals, names, n_rounds, metrics, ea
     watch = [(engine.dmatrix(Xe, ye, ge), name) for (Xe, ye, ge), name in zip(evals, names)]
     if position is not None:
         objective = with_position(objective, position)
-    return engine.train(
-        params,
-        dtrain,
-        objective,
-        num_boost_round=n_rounds,
-        evals=watch,
-        custom_metric=metrics.xgboost if metrics else None,
-        metric_names=metrics.names if metrics else (),
-        early_stopping_rounds=early_stopping_rounds,
-        evals_result=evals_result,
-        verbose=verbose,
-    )
+    custom_metric = metrics.xgboost if metrics else None
+    return engine.train(params, dtrain, objective, evals=watch, custom_metric=custom_metric, **training)
 
 
 def _require(engine: str) -> None:

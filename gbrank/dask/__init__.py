@@ -20,10 +20,9 @@ one partition**, and partitions stay whole on a worker:
    unweighted mean of the workers' means, which is wrong whenever workers hold different
    numbers of queries.
 
-One module per concern: :mod:`~gbrank.dask.layout` (the data layout, partitioning and
-placement), :mod:`~gbrank.dask.metrics` (exact distributed metrics), :mod:`~gbrank.dask.training`
-(both engines, through :mod:`gbrank.engines`) and :mod:`~gbrank.dask.prediction`; every public
-name is exported here.
+One module per concern, every public name exported here: ``layout`` (partitioning and
+placement), ``metrics`` (exact distributed metrics), ``training`` (both engines, through
+:mod:`gbrank.engines`) and ``prediction``.
 
 Data layout: one Dask DataFrame with feature columns, a label column and an integer query-id
 column (``label_col``, ``qid_col``). :func:`from_arrays` builds one from Dask arrays.

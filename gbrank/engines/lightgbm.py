@@ -230,6 +230,28 @@ def train(
 ):
     """``lightgbm.train`` with a gbrank or built-in objective, gbrank metrics only.
 
+    Parameters
+    ----------
+    params : dict
+        LightGBM parameters; ``objective`` and ``metric`` are set here.
+    dtrain : lightgbm.Dataset
+        The training set, with query groups (see :func:`dataset`).
+    objective : gbrank objective, callable or str
+        A custom objective, or one of LightGBM's ranking objectives by name.
+    num_boost_round : int
+    valid, valid_names : sequence
+        Validation ``Dataset``s and their names (``valid_sets``, ``valid_names``).
+    feval : callable, optional
+        LightGBM's ``feval``, e.g. ``gbrank.metrics.make_metrics(...).lightgbm``.
+    metric_names : sequence of str
+        Names ``feval`` reports; early stopping watches the first on the last valid set.
+    early_stopping_rounds : int, optional
+        Stop after this many rounds without improvement (:class:`EarlyStopping`).
+    evals_result : dict, optional
+        Filled by ``lightgbm.record_evaluation``.
+    verbose : bool or int
+        Log the metrics every ``verbose`` rounds.
+
     Returns
     -------
     booster, best : lightgbm.Booster, int

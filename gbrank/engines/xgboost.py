@@ -184,6 +184,28 @@ def train(
 ):
     """``xgboost.train`` with a gbrank or built-in objective, gbrank metrics only.
 
+    Parameters
+    ----------
+    given : dict
+        XGBoost parameters, completed by :func:`params`.
+    dtrain : xgboost.DMatrix
+        The training set, with query groups (see :func:`dmatrix`).
+    objective : gbrank objective, callable or str
+        A custom objective (``obj``), or one of XGBoost's ranking objectives by name.
+    num_boost_round : int
+    evals : sequence of (DMatrix, str)
+        Eval sets, as ``xgboost.train`` takes them.
+    custom_metric : callable, optional
+        E.g. ``gbrank.metrics.make_metrics(...).xgboost``.
+    metric_names : sequence of str
+        Names ``custom_metric`` reports; early stopping watches the first on the last eval set.
+    early_stopping_rounds : int, optional
+        Stop after this many rounds without improvement (:func:`early_stopping`).
+    evals_result : dict, optional
+        Filled with ``{eval_name: {metric_name: [values]}}``.
+    verbose : bool or int
+        ``verbose_eval``.
+
     Returns
     -------
     booster, best : xgboost.Booster, int
