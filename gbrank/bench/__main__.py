@@ -68,7 +68,7 @@ def _bounded(convert, expected: str, bound: str, ok):
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
         if not ok(value):
-            raise argparse.ArgumentTypeError(f"expected {bound}, got {text!r}")
+            raise argparse.ArgumentTypeError(f"expected {bound}, got {value!r}")
         return value
 
     return parse
