@@ -68,12 +68,30 @@ def parser(description: str, *, rounds: int, seeds: str, early_stopping: int = 5
     return p
 
 
+def ohsumed_setup(doc: str, argv=None) -> tuple[argparse.Namespace, str, BenchConfig]:
+    """What an OHSUMED reproduction starts from: its command line (described by the first line
+    of ``doc``, OHSUMED defaults), the harness data spec of the folds and the harness settings."""
+    args = parser(doc.splitlines()[0], rounds=OHSUMED_ROUNDS, seeds=OHSUMED_SEEDS,
+                  early_stopping=OHSUMED_PATIENCE).parse_args(argv)
+    config = BenchConfig(
+        rounds=args.rounds, early_stopping=args.early_stopping, seeds=seeds_of(args.seeds),
+        threads=args.threads, params=OHSUMED_TREES, conventions="letor",
+    )
+    return args, f"OHSUMED=letor:{ohsumed_root()}", config
+
 def seeds_of(text: str) -> tuple[int, ...]:
     return tuple(int(s) for s in text.split(",") if s.strip())
 
 
 def command_line() -> str:
     return "python " + " ".join(shlex.quote(a) for a in sys.argv)
+
+
+def document(title: str, intro: str, table: str, *body: str, settings: list[str]) -> str:
+    """The markdown of a reproduction: title, what was compared, the command, our table, the
+    ``body`` (findings), then the ``settings`` (from :func:`settings_lines`); one line per item."""
+    return "\n".join([f"# {title}", "", intro, "", "Command:", "", "```", command_line(), "```", "", table, "",
+                      *body, "", "Settings:", "", *settings])
 
 
 def run(data, methods, *, folds: int, config: BenchConfig, baseline: str | None = None):
@@ -125,7 +143,10 @@ def pvalue(p: float) -> str:
     return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def settings_lines(config: BenchConfig, folds: int, seconds: float, extra: list[str] = ()) -> list[str]:
+def settings_lines(config: BenchConfig, folds: int, seconds: float, extra: list[str] = (), *,
+                   report: Path | None = None, report_of: str = "") -> list[str]:
+    """The harness settings, one markdown item each; ``extra`` before the wall time, and last
+    where the harness report (from :func:`save_report`) of ``report_of`` went."""
     t = config.params
     lines = [
         f"- Folds: {folds}; seeds {', '.join(map(str, config.seeds))} (each fold's figure is the mean over "
@@ -142,6 +163,9 @@ def settings_lines(config: BenchConfig, folds: int, seconds: float, extra: list[
         f"- Wall time {seconds / 60:.1f} min with {config.threads} thread(s) on a shared, loaded 2-core "
         f"machine ({platform.python_implementation()} {platform.python_version()}), {date.today().isoformat()}.",
     ]
+    if report is not None:
+        lines.append(f"- Full harness report{report_of} (per-query figures, predictions, plots; written by the "
+                     f"command, not committed): `{report.parent.name}/`.")
     return lines
 
 
@@ -159,11 +183,13 @@ __all__ = [
     "OHSUMED_SEEDS",
     "OHSUMED_TREES",
     "command_line",
+    "document",
     "emit",
     "fmt",
     "fold_means",
     "markdown_table",
     "ohsumed_root",
+    "ohsumed_setup",
     "paired",
     "parser",
     "pvalue",

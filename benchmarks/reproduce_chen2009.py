@@ -16,11 +16,10 @@ Run from the repository root::
 from __future__ import annotations
 
 from _papers import (
-    OHSUMED_PATIENCE, OHSUMED_ROUNDS, OHSUMED_SEEDS, OHSUMED_TREES, command_line, emit, fmt, fold_means, markdown_table, ohsumed_root, paired,
-    parser, pvalue, run, save_report, seeds_of, settings_lines,
+    document, emit, fmt, fold_means, markdown_table, ohsumed_setup, paired, pvalue, run, save_report,
+    settings_lines,
 )
 
-from gbrank.bench import BenchConfig
 
 # Table 1 of the paper (OHSUMED, LETOR 3.0).
 PAPER = {
@@ -45,14 +44,8 @@ PAIRS = [("W-RankNet", "RankNet"), ("W-ListMLE", "ListMLE")]
 
 
 def main(argv=None) -> int:
-    args = parser(__doc__.splitlines()[0], rounds=OHSUMED_ROUNDS, seeds=OHSUMED_SEEDS,
-                  early_stopping=OHSUMED_PATIENCE).parse_args(argv)
-    root = ohsumed_root()
-    config = BenchConfig(
-        rounds=args.rounds, early_stopping=args.early_stopping, seeds=seeds_of(args.seeds),
-        threads=args.threads, params=OHSUMED_TREES, conventions="letor",
-    )
-    results, seconds = run(f"OHSUMED=letor:{root}", list(METHODS.values()), folds=args.folds, config=config)
+    args, data, config = ohsumed_setup(__doc__, argv)
+    results, seconds = run(data, list(METHODS.values()), folds=args.folds, config=config)
     report = save_report(results, args.out, "chen2009")
     means = fold_means(results)
 
@@ -94,22 +87,22 @@ def main(argv=None) -> int:
             summary.append(f"- {where}: **opposite to the paper**: the weighted loss is worse here"
                            + (f" (significant, t-test p = {p_t:.3f})" if p_t < 0.05 else f" (not significant, t-test p = {p_t:.2f})") + ".")
 
-    text = "\n".join([
-        "# Chen et al. (2009), table 1: weighted RankNet and ListMLE on OHSUMED",
-        "",
-        "The paper minimises RankNet, ListMLE and their NDCG-weighted versions (section 4) with "
-        "the original algorithms' learners (the paper does not say more); gbrank minimises the "
-        "same losses with LightGBM trees. Our numbers are "
-        f"means over {args.folds} LETOR folds of the per-query figures on each test fold.",
-        "",
-        "Command:",
-        "",
-        "```",
-        command_line(),
-        "```",
-        "",
+    objectives = [
+        "- Objectives with their paper defaults: `ranknet()` (sigma 1, every pair), `wranknet()` "
+        "(pair weight G(l_i) D(1 + #documents with higher labels)), `listmle()` and `wlistmle()` "
+        "(weight G(l) D(position)), G = 2^l - 1, D = 1/log2(1 + r); ListMLE's ties broken at random "
+        "per iteration (hence the seeds). The paper's W-RankNet/W-ListMLE weights are exactly "
+        "these factories' defaults.",
+    ]
+    text = document(
+        "Chen et al. (2009), table 1: weighted RankNet and ListMLE on OHSUMED",
+        (
+            "The paper minimises RankNet, ListMLE and their NDCG-weighted versions (section 4) with "
+            "the original algorithms' learners (the paper does not say more); gbrank minimises the "
+            "same losses with LightGBM trees. Our numbers are "
+            f"means over {args.folds} LETOR folds of the per-query figures on each test fold."
+        ),
         table,
-        "",
         f"Direction of the weighting (mean over folds; p-values over the {n_queries} test queries, "
         "per-query figures averaged over seeds):",
         "",
@@ -120,19 +113,8 @@ def main(argv=None) -> int:
         "LETOR baselines printed in the paper's table 1 (NDCG@5, NDCG@10), for scale:",
         "",
         markdown_table(["method", "NDCG@5", "NDCG@10"], baseline_rows),
-        "",
-        "Settings:",
-        "",
-        *settings_lines(config, args.folds, seconds, [
-            "- Objectives with their paper defaults: `ranknet()` (sigma 1, every pair), `wranknet()` "
-            "(pair weight G(l_i) D(1 + #documents with higher labels)), `listmle()` and `wlistmle()` "
-            "(weight G(l) D(position)), G = 2^l - 1, D = 1/log2(1 + r); ListMLE's ties broken at random "
-            "per iteration (hence the seeds). The paper's W-RankNet/W-ListMLE weights are exactly "
-            "these factories' defaults.",
-        ]),
-        f"- Full harness report (per-query figures, predictions, plots; written by the command, not committed): "
-        f"`{report.parent.name}/`.",
-    ])
+        settings=settings_lines(config, args.folds, seconds, objectives, report=report),
+    )
     emit(text, args.markdown)
     return 0
 

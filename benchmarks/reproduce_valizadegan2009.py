@@ -28,12 +28,11 @@ from pathlib import Path
 
 import pandas as pd
 from _papers import (
-    OHSUMED_PATIENCE, OHSUMED_ROUNDS, OHSUMED_SEEDS, OHSUMED_TREES, command_line, emit, fmt,
-    fold_means, markdown_table, ohsumed_root, paired, parser, pvalue, run, save_report, seeds_of,
+    document, emit, fmt, fold_means, markdown_table, ohsumed_setup, paired, pvalue, run, save_report,
     settings_lines,
 )
 
-from gbrank.bench import BenchConfig, TreeParams
+from gbrank.bench import TreeParams
 from gbrank.bench.plots import plot_ndcg_at_k
 from gbrank.bench.stats import summary
 
@@ -65,18 +64,10 @@ def _relabel(results, labels: dict) -> None:
 
 
 def main(argv=None) -> int:
-    args = parser(__doc__.splitlines()[0], rounds=OHSUMED_ROUNDS, seeds=OHSUMED_SEEDS,
-                  early_stopping=OHSUMED_PATIENCE).parse_args(argv)
-    root = ohsumed_root()
-    data = f"OHSUMED=letor:{root}"
-    seeds = seeds_of(args.seeds)
-    paper_config = BenchConfig(
-        rounds=STUMP_ITERATIONS, early_stopping=0, seeds=seeds, threads=args.threads, conventions="letor",
+    args, data, harness_config = ohsumed_setup(__doc__, argv)
+    paper_config = dataclasses.replace(
+        harness_config, rounds=STUMP_ITERATIONS, early_stopping=0,
         params=TreeParams(learning_rate=1.0, num_leaves=2, min_data_in_leaf=1),
-    )
-    harness_config = BenchConfig(
-        rounds=args.rounds, early_stopping=args.early_stopping, seeds=seeds, threads=args.threads,
-        params=OHSUMED_TREES, conventions="letor",
     )
     paper_results, paper_seconds = run(data, list(PAPER_PROTOCOL), folds=args.folds, config=paper_config,
                                        baseline="native:ndcgboost")
@@ -135,20 +126,13 @@ def main(argv=None) -> int:
     findings.append(f"- Rank of NDCG_Boost at NDCG@3 among the {len(labels)} rows: native {ranks[native]:.0f}, "
                     f"LightGBM trees {ranks[trees]:.0f}, LightGBM stumps {ranks[PAPER_PROTOCOL['lgb:ndcg_boost']]:.0f}.")
 
-    text = "\n".join([
-        "# Valizadegan et al. (2009), figure 1: NDCG_Boost on OHSUMED",
-        "",
-        "NDCG@1..10 on the test folds, mean over "
-        f"{args.folds} LETOR folds (each fold: mean over its test queries and over the seeds).",
-        "",
-        "Command:",
-        "",
-        "```",
-        command_line(),
-        "```",
-        "",
+    text = document(
+        "Valizadegan et al. (2009), figure 1: NDCG_Boost on OHSUMED",
+        (
+            "NDCG@1..10 on the test folds, mean over "
+            f"{args.folds} LETOR folds (each fold: mean over its test queries and over the seeds)."
+        ),
         table,
-        "",
         "The paper's figure 1 is a plot; its text gives only NDCG_Boost's NDCG@3 (0.50) and that "
         "FRank is second, 4% lower. The LETOR baselines in that figure have NDCG@5/@10 of "
         "0.416-0.459 / 0.411-0.443 (chen2009 table 1 prints the same LETOR 3.0 baselines).",
@@ -158,20 +142,18 @@ def main(argv=None) -> int:
         comparison_table,
         "",
         *findings,
-        "",
-        *([f"![NDCG@k on OHSUMED]({png.name})", ""] if png else []),
-        "Settings:",
-        "",
-        "- Paper protocol: "
-        f"{STUMP_ITERATIONS} iterations, no early stopping, validation queries unused; the native "
-        "learner weights documents exactly instead of the paper's sampling; LightGBM stumps: two "
-        "leaves, learning rate 1, at least 1 document per leaf.",
-        f"- Harness protocol: wall time {harness_seconds / 60:.1f} min; paper protocol: "
-        f"{paper_seconds / 60:.1f} min.",
-        *settings_lines(harness_config, args.folds, harness_seconds + paper_seconds),
-        f"- Full harness report of the harness protocol (per-query figures, predictions, plots; written "
-        f"by the command, not committed): `{report.parent.name}/`.",
-    ])
+        *(["", f"![NDCG@k on OHSUMED]({png.name})"] if png else []),
+        settings=[
+            "- Paper protocol: "
+            f"{STUMP_ITERATIONS} iterations, no early stopping, validation queries unused; the native "
+            "learner weights documents exactly instead of the paper's sampling; LightGBM stumps: two "
+            "leaves, learning rate 1, at least 1 document per leaf.",
+            f"- Harness protocol: wall time {harness_seconds / 60:.1f} min; paper protocol: "
+            f"{paper_seconds / 60:.1f} min.",
+            *settings_lines(harness_config, args.folds, harness_seconds + paper_seconds, report=report,
+                            report_of=" of the harness protocol"),
+        ],
+    )
     emit(text, args.markdown)
     return 0
 

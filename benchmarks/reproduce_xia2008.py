@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 import pandas as pd
-from _papers import command_line, emit, markdown_table, seeds_of
+from _papers import command_line, document, emit, markdown_table, seeds_of
 
 from gbrank.bench import BenchConfig, TreeParams, from_folds, run_benchmark, write_report
 from gbrank.bench.report import new_report_dir
@@ -179,44 +179,36 @@ def main(argv=None) -> int:
             "0.832 for these mappings suggest it turned the mapped scores into probabilities less "
             "steeply; its text does not say how. **This part of the table disagrees with the paper.**"
         )
-    text = "\n".join([
-        "# Xia et al. (2008), table 2: ListMLE, ListNet and RankCosine on synthetic rankings",
-        "",
-        "Accuracy (share of test instances ranked exactly right) and MAP (only the best object "
-        f"relevant), mean ± standard deviation over {args.repeats} repetitions. The paper fits a "
-        "linear neural network (which can represent the true scoring function x1 + 10 x2 exactly); "
-        "gbrank fits LightGBM with ordinary trees and with linear leaves.",
-        "",
-        "Command:",
-        "",
-        "```",
-        command_line(),
-        "```",
-        "",
+    text = document(
+        "Xia et al. (2008), table 2: ListMLE, ListNet and RankCosine on synthetic rankings",
+        (
+            "Accuracy (share of test instances ranked exactly right) and MAP (only the best object "
+            f"relevant), mean ± standard deviation over {args.repeats} repetitions. The paper fits a "
+            "linear neural network (which can represent the true scoring function x1 + 10 x2 exactly); "
+            "gbrank fits LightGBM with ordinary trees and with linear leaves."
+        ),
         table,
-        "",
         *findings,
         "- Absolute accuracies are far below the paper's with ordinary trees: an exact order of 15 "
         "points needs the score to resolve gaps of about 11/15^2 ≈ 0.05 in x1 + 10 x2 everywhere, "
         "which a piecewise-constant function learnt from 1,500 points does not. Linear leaves close "
         "much of the gap. The comparison between losses is what carries over.",
-        "",
-        "Settings:",
-        "",
-        f"- Data: per repetition r (r = 0..{args.repeats - 1}), `numpy.random.default_rng(r)` draws the "
-        f"train, validation and test instances in that order; rows of an instance in drawing order "
-        "(not sorted by label, so tied scores are not favoured).",
-        "- Same LightGBM parameters for every loss within a setting; early stopping on the validation "
-        "instances' NDCG over all 15 positions (gain 2^label - 1 on the rank labels).",
-        "- trees: learning rate 0.1, 31 leaves, at least 20 points per leaf, 255 bins, at most "
-        "2000 iterations, patience 100. linear leaves: `linear_tree=True`, 2 leaves, learning rate "
-        "0.1, at least 20 points per leaf, at most 5000 iterations, patience 300.",
-        "- Objectives: `listmle()` (ties cannot occur: labels are distinct), `listnet(target=...)` "
-        "(k = 1, the top-1 cross-entropy as in the paper's footnote 4), `cosine(target=...)` "
-        "(smoothed norm, eps = 1, so that it can start from the zero score).",
-        f"- Wall time: " + ", ".join(f"{n} {timings[n] / 60:.1f} min" for n in SETTINGS)
-        + " with 1 thread on a shared, loaded 2-core machine.",
-    ])
+        settings=[
+            f"- Data: per repetition r (r = 0..{args.repeats - 1}), `numpy.random.default_rng(r)` draws the "
+            f"train, validation and test instances in that order; rows of an instance in drawing order "
+            "(not sorted by label, so tied scores are not favoured).",
+            "- Same LightGBM parameters for every loss within a setting; early stopping on the validation "
+            "instances' NDCG over all 15 positions (gain 2^label - 1 on the rank labels).",
+            "- trees: learning rate 0.1, 31 leaves, at least 20 points per leaf, 255 bins, at most "
+            "2000 iterations, patience 100. linear leaves: `linear_tree=True`, 2 leaves, learning rate "
+            "0.1, at least 20 points per leaf, at most 5000 iterations, patience 300.",
+            "- Objectives: `listmle()` (ties cannot occur: labels are distinct), `listnet(target=...)` "
+            "(k = 1, the top-1 cross-entropy as in the paper's footnote 4), `cosine(target=...)` "
+            "(smoothed norm, eps = 1, so that it can start from the zero score).",
+            "- Wall time: " + ", ".join(f"{n} {timings[n] / 60:.1f} min" for n in SETTINGS)
+            + " with 1 thread on a shared, loaded 2-core machine.",
+        ],
+    )
     emit(text, args.markdown)
     return 0
 

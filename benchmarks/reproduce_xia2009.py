@@ -15,12 +15,10 @@ Run from the repository root::
 from __future__ import annotations
 
 from _papers import (
-    OHSUMED_PATIENCE, OHSUMED_ROUNDS, OHSUMED_SEEDS, OHSUMED_TREES, command_line, emit, fmt,
-    fold_means, markdown_table, ohsumed_root, paired, parser, pvalue, run, save_report, seeds_of,
+    document, emit, fmt, fold_means, markdown_table, ohsumed_setup, paired, pvalue, run, save_report,
     settings_lines,
 )
 
-from gbrank.bench import BenchConfig
 
 FIGURES = ["ndcg@1", "ndcg@3", "ndcg@10", "p@1", "p@3", "p@10"]
 HEADERS = ["N@1", "N@3", "N@10", "P@1", "P@3", "P@10"]
@@ -40,15 +38,9 @@ METHODS = {
 
 
 def main(argv=None) -> int:
-    args = parser(__doc__.splitlines()[0], rounds=OHSUMED_ROUNDS, seeds=OHSUMED_SEEDS,
-                  early_stopping=OHSUMED_PATIENCE).parse_args(argv)
-    root = ohsumed_root()
-    config = BenchConfig(
-        rounds=args.rounds, early_stopping=args.early_stopping, seeds=seeds_of(args.seeds),
-        threads=args.threads, params=OHSUMED_TREES, conventions="letor",
-    )
+    args, data, config = ohsumed_setup(__doc__, argv)
     methods = list(METHODS.values())
-    results, seconds = run(f"OHSUMED=letor:{root}", methods, folds=args.folds, config=config)
+    results, seconds = run(data, methods, folds=args.folds, config=config)
     report = save_report(results, args.out, "xia2009")
     means = fold_means(results)
     names = {label: results.methods[i]["name"] for i, label in enumerate(METHODS)}
@@ -83,21 +75,19 @@ def main(argv=None) -> int:
         direction_rows.append(cells)
     directions = markdown_table(["difference", *HEADERS], direction_rows)
 
-    text = "\n".join([
-        "# Xia et al. (2009), table 1: top-k ListMLE on OHSUMED",
-        "",
-        "The paper fits linear neural networks by stochastic gradient descent; gbrank fits "
-        "LightGBM trees to the same losses. Our numbers are means over "
-        f"{args.folds} LETOR folds of the per-query figures on each test fold.",
-        "",
-        "Command:",
-        "",
-        "```",
-        command_line(),
-        "```",
-        "",
+    objectives = [
+        "- Objectives: `listmle()` and `listmle_topk(k)` (xia2009 eq. 10: the Plackett–Luce "
+        "likelihood of the top k positions), ties among equal labels broken at random per "
+        "iteration (the paper samples one perfect permutation per query), hence the seeds.",
+    ]
+    text = document(
+        "Xia et al. (2009), table 1: top-k ListMLE on OHSUMED",
+        (
+            "The paper fits linear neural networks by stochastic gradient descent; gbrank fits "
+            "LightGBM trees to the same losses. Our numbers are means over "
+            f"{args.folds} LETOR folds of the per-query figures on each test fold."
+        ),
         table,
-        "",
         "Difference to ListMLE, `paper / gbrank (paired t-test p over the "
         f"{n_queries} test queries)`; ✗ marks a cell where gbrank's sign differs from the paper's, = "
         "one where the paper's two figures are equal:",
@@ -109,17 +99,8 @@ def main(argv=None) -> int:
         "so the signs of both are mostly noise.",
         "- Differences to ListMLE significant at 5% here: "
         + ("; ".join(significant) if significant else "none") + ".",
-        "",
-        "Settings:",
-        "",
-        *settings_lines(config, args.folds, seconds, [
-            "- Objectives: `listmle()` and `listmle_topk(k)` (xia2009 eq. 10: the Plackett–Luce "
-            "likelihood of the top k positions), ties among equal labels broken at random per "
-            "iteration (the paper samples one perfect permutation per query), hence the seeds.",
-        ]),
-        f"- Full harness report (per-query figures, predictions, plots; written by the command, not committed): "
-        f"`{report.parent.name}/`.",
-    ])
+        settings=settings_lines(config, args.folds, seconds, objectives, report=report),
+    )
     emit(text, args.markdown)
     return 0
 
