@@ -57,3 +57,10 @@ def lazy_exports(
         return sorted(set(vars(module)) | set(exports()))
 
     return __getattr__, __dir__
+
+
+def exports_by_module(package: str, names: Mapping[str, list[str]]) -> dict[str, str]:
+    """The ``exports`` mapping of :func:`lazy_exports` from the names each submodule of
+    ``package`` exports: ``{"letor": ["load_letor"]}`` gives
+    ``{"load_letor": "<package>.letor:load_letor"}``."""
+    return {name: f"{package}.{module}:{name}" for module, exported in names.items() for name in exported}
