@@ -34,7 +34,7 @@ from _papers import (
 
 from gbrank.bench import TreeParams
 from gbrank.bench.plots import plot_ndcg_at_k
-from gbrank.bench.stats import summary
+from gbrank.bench.stats import difference_curves, significance
 
 KS = range(1, 11)
 PAPER_NDCG3 = 0.50
@@ -104,8 +104,10 @@ def main(argv=None) -> int:
     if args.markdown:
         png = Path(args.markdown).with_suffix(".png")
         png.parent.mkdir(parents=True, exist_ok=True)
-        plot_ndcg_at_k(summary(combined.runs), "OHSUMED", labels, native, png,
-                       title="OHSUMED: test NDCG@k, mean over the 5 folds (LETOR conventions)")
+        # one panel: every row against the native learner, LETOR conventions
+        plot_ndcg_at_k(difference_curves(combined.per_query, "OHSUMED", native),
+                       significance(combined.per_query, native), "OHSUMED", labels,
+                       dict.fromkeys(labels, "OHSUMED, LETOR conventions"), native, png)
 
     gap = means.loc[native, "ndcg@3"] - PAPER_NDCG3
     findings = [
