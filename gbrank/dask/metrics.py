@@ -8,8 +8,8 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from ..groups import qid_to_sizes
 from ..engines import xgboost as xgboost_engine
+from ..groups import qid_to_sizes
 from ..metrics import make_metrics
 from .layout import require_frame
 
