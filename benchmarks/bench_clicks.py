@@ -44,6 +44,7 @@ from gbrank._data_dir import data_dir
 from gbrank.bench.stats import significance
 from gbrank.datasets import RankingData, load_letor_fold, make_ranking, simulate_clicks, split_queries
 from gbrank.metrics import ndcg
+from gbrank.objectives.propensity import estimate_propensity
 
 METHODS = ["naive", "ips-known", "ips-estimated", "ips-pairwise-known", "ips-pairwise-estimated", "lgb-position",
            "xgb-unbiased", "ceiling", "ips-policy-aware", "ips-pairwise-policy-aware"]
@@ -130,32 +131,47 @@ def run_one(train, test, *, setting, eta, sessions, rounds, seed, threads, loggi
     return evaluate(models, test), extra, log
 
 
-def propensity_study(datasets, sessions_list, *, eta, rounds, seed, threads, logging_fraction) -> pd.DataFrame:
+def propensity_study(datasets, folds, sessions_list, *, eta, rounds, seed, threads, logging_fraction) -> pd.DataFrame:
     """Error of the estimated propensities, positions 1-10, against the number of sessions
-    (fold 1 of each dataset, every document shown), for both IPS losses."""
+    (every document shown), for both IPS losses; and, as a reference, the estimate from the
+    scores of the ceiling model (trained on the true relevance), which no session count
+    improves on."""
     rows = []
+    params = {"learning_rate": 0.1, "num_leaves": 15, "min_data_in_leaf": 20, "verbose": -1,
+              "num_threads": threads, "seed": seed}
     for dataset in datasets:
-        loaded = load(dataset, 1, seed)
-        if loaded is None:
-            print(f"{dataset}: data not found, skipped")
-            continue
-        train, _ = loaded
-        for sessions in sessions_list:
-            log = simulate_clicks(train.y, train.group, X=train.X, sessions_per_query=sessions,
-                                  top_k=int(train.group.max()), eta=eta, logging_fraction=logging_fraction, seed=seed)
-            order = display_order(train, log.logging_scores)
-            clicks, position = log.clicks[order].astype(np.float64), log.position[order]
-            params = {"learning_rate": 0.1, "num_leaves": 15, "min_data_in_leaf": 20, "verbose": -1,
-                      "num_threads": threads, "seed": seed}
-            for objective, obj in (("listnet", gbrank.ips_listnet()), ("pairwise", pairwise())):
-                lgb_train(params, train.X[order], clicks, train.group, rounds,
-                          lambda preds, _, obj=obj: obj.grad_hess(clicks, preds, train.group, position=position))
-                error = np.abs(obj.propensity_[:10] / log.theta[:10] - 1)
-                rows.append({"dataset": dataset, "objective": objective, "sessions_per_query": sessions,
-                             "sessions": sessions * int(train.group.size), "eta": eta,
-                             "max_rel_error_1_10": float(error.max()), "mean_rel_error_1_10": float(error.mean())})
-                print(f"{dataset} {objective} {sessions} sessions per query: largest relative error "
-                      f"{error.max():.3f}, mean {error.mean():.3f}", flush=True)
+        for fold in folds if dataset != "generated" else [1]:
+            loaded = load(dataset, fold, seed)
+            if loaded is None:
+                print(f"{dataset}: data not found, skipped")
+                break
+            train, _ = loaded
+            offsets = np.concatenate(([0], np.cumsum(train.group)))
+            for sessions in sessions_list:
+                log = simulate_clicks(train.y, train.group, X=train.X, sessions_per_query=sessions,
+                                      top_k=int(train.group.max()), eta=eta, logging_fraction=logging_fraction,
+                                      seed=seed)
+                order = display_order(train, log.logging_scores)
+                X, clicks, position = train.X[order], log.clicks[order].astype(np.float64), log.position[order]
+                estimates = {}
+                for objective, obj in (("listnet", gbrank.ips_listnet()), ("pairwise", pairwise())):
+                    lgb_train(params, X, clicks, train.group, rounds,
+                              lambda preds, _, obj=obj: obj.grad_hess(clicks, preds, train.group, position=position))
+                    estimates[objective] = obj.propensity_
+                truth = log.relevance[order] * sessions
+                ceiling = gbrank.ips_listnet(propensity=None)
+                model = lgb_train(params, X, truth, train.group, rounds,
+                                  lambda preds, _: ceiling.grad_hess(truth, preds, train.group))
+                estimates["ceiling-scores"] = estimate_propensity(model.predict(X), clicks, position, offsets,
+                                                                  int(train.group.max()))
+                for objective, estimate in estimates.items():
+                    error = np.abs(estimate[:10] / log.theta[:10] - 1)
+                    rows.append({"dataset": dataset, "fold": fold, "objective": objective,
+                                 "sessions_per_query": sessions, "sessions": sessions * int(train.group.size),
+                                 "eta": eta, "max_rel_error_1_10": float(error.max()),
+                                 "mean_rel_error_1_10": float(error.mean())})
+                    print(f"{dataset} fold {fold} {objective} {sessions} sessions per query: largest relative "
+                          f"error {error.max():.3f}, mean {error.mean():.3f}", flush=True)
     return pd.DataFrame(rows)
 
 
@@ -189,10 +205,10 @@ def main(argv=None):
     parser.add_argument("--clip", type=float, default=None, help="clip of every IPS method (default none)")
     parser.add_argument("--propensity-sessions", nargs="+", type=int, default=None,
                         help="only measure the estimated propensities' error for these sessions per query "
-                             "(fold 1 of --datasets, all shown, the first --etas)")
+                             "(--datasets and --folds, all shown, the first --etas)")
     args = parser.parse_args(argv)
     if args.propensity_sessions:
-        study = propensity_study(args.datasets or ["generated"], args.propensity_sessions, eta=(args.etas or [1.0])[0], rounds=args.rounds,
+        study = propensity_study(args.datasets or ["generated"], args.folds, args.propensity_sessions, eta=(args.etas or [1.0])[0], rounds=args.rounds,
                                  seed=args.seeds[0], threads=args.threads, logging_fraction=args.logging_fraction)
         if args.out is not None:
             args.out.mkdir(parents=True, exist_ok=True)

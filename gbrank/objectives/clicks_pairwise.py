@@ -68,20 +68,10 @@ class IPSRankNet(ClickObjective):
 
     factory = "ips_ranknet"
 
-    def __init__(
-        self,
-        propensity: Any = "estimate",
-        *,
-        weighting: str = "constant",
-        sigma: float = 1.0,
-        clip: float | None = None,
-        warmup: int = 10,
-        update_every: int = 5,
-        hess_floor: float = 1e-6,
-        hess_scale: float = 1.0,
-    ) -> None:
-        super().__init__(propensity, clip=clip, warmup=warmup, update_every=update_every, hess_floor=hess_floor,
-                         hess_scale=hess_scale)
+    def __init__(self, propensity: Any = "estimate", *, weighting: str = "constant", sigma: float = 1.0,
+                 **settings: Any) -> None:
+        # settings: those of every click objective (clip, warmup, update_every, hess_floor, hess_scale)
+        super().__init__(propensity, **settings)
         if weighting not in WEIGHTINGS:
             raise ValueError(f"weighting must be one of {', '.join(WEIGHTINGS)}, got {weighting!r}")
         if isinstance(sigma, bool) or not isinstance(sigma, (int, float, np.integer, np.floating)) or not (
