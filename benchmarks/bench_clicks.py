@@ -27,7 +27,9 @@ The table gives each method's test NDCG@10, the share of the naive-to-ceiling ga
 and paired tests against ``naive`` over test queries (``gbrank.bench.stats.significance``).
 
     python benchmarks/bench_clicks.py                    # quick run, generated data only
-    python benchmarks/bench_clicks.py --full --out docs/clicks   # the docs' figures
+    python benchmarks/bench_clicks.py --full --datasets mq2008 --out docs/clicks/mq2008   # one of the docs' tables
+
+The docs' page on learning from clicks lists the commands of all its figures.
 """
 
 from __future__ import annotations

@@ -105,7 +105,7 @@ class IPSRankNet(ClickObjective):
 
     def fixed_weight_loss(self, y_true, y_pred, group, at, *, position=None) -> float:
         """The loss at ``y_pred`` with the ranks (``weighting="dcg"``) frozen at the scores
-        ``at``: the function whose exact gradient and hessian :meth:`grad_hess` returns at
+        ``at``: the function whose exact gradient and hessian ``grad_hess`` returns at
         ``y_pred == at``."""
         labels, offsets = self._rows(y_true, group)
         state = self._click_state(labels, offsets, position)
