@@ -395,3 +395,27 @@ def test_rows_never_shown_take_no_part_in_the_loss(name):
     # a query with no row shown contributes nothing
     g, _ = obj.grad_hess([0.0, 0.0, 1.0], [1.0, 2.0, 0.0], [2, 1], position=[-1, -1, 1])
     np.testing.assert_array_equal(g, 0.0)
+
+
+@pytest.mark.parametrize("engine", ["lightgbm", "xgboost"])
+@pytest.mark.parametrize("name", CLICK_OBJECTIVES)
+def test_ranker_passes_the_positions_to_the_objective(click_data, name, engine):
+    pytest.importorskip(engine)
+    X, clicks, group, pos, log = click_data  # each query's rows in display order
+    settings = dict(engine=engine, n_estimators=3, learning_rate=0.2, max_depth=3, n_jobs=1)
+    make = CLICK_OBJECTIVES[name]
+    model = gbrank.Ranker(make(propensity=log.theta), **settings).fit(X, clicks, group=group, position=pos)
+    if name != "ips_ranknet_dcg":
+        # rows of each query in reverse display order: the positions travel with the rows
+        # (the DCG weights at the first iteration, where all scores tie, follow the row order)
+        order = np.lexsort((-pos, np.repeat(np.arange(group.size), group)))
+        reversed_rows = gbrank.Ranker(make(propensity=log.theta), **settings).fit(
+            X[order], clicks[order], group=group, position=pos[order])
+        np.testing.assert_allclose(reversed_rows.predict(X), model.predict(X), rtol=1e-6, atol=1e-9)
+    if engine == "lightgbm":
+        with pytest.raises(ValueError, match="carries no positions"):
+            gbrank.Ranker(make(propensity=log.theta), **settings).fit(X, clicks, group=group)
+    else:
+        # without position=, XGBoost's convention: the row order within a query
+        by_rows = gbrank.Ranker(make(propensity=log.theta), **settings).fit(X, clicks, group=group)
+        np.testing.assert_array_equal(by_rows.predict(X), model.predict(X))

@@ -332,8 +332,8 @@ class ClickObjective(RankingObjective):
             if position is None and self.mode != "weighted_labels":
                 raise ValueError(
                     "the LightGBM Dataset carries no positions: build it with lgb.Dataset(..., "
-                    "position=...) (lgb.cv's fold Datasets do not keep them: cross-validate with "
-                    "gbrank.Ranker or by hand)"
+                    "position=...), or pass position= to gbrank.Ranker.fit (lgb.cv's fold Datasets "
+                    "do not keep them: cross-validate with gbrank.Ranker or by hand)"
                 )
         return self.grad_hess(fields.labels, preds, fields.sizes, fields.weights, position=position)
 
