@@ -10,6 +10,8 @@ labels:
   with unit propensities);
 * ``ips-known``: inverse propensity weighting with the true propensities;
 * ``ips-estimated``: propensities estimated jointly with the model (``propensity="estimate"``);
+* ``ips-pairwise-known``, ``ips-pairwise-estimated``: the pairwise loss
+  ``gbrank.ips_ranknet(weighting="dcg")`` with the true and with estimated propensities;
 * ``lgb-position``: LightGBM lambdarank on click counts with ``position`` (its position-bias
   model);
 * ``xgb-unbiased``: XGBoost ``rank:ndcg`` with ``lambdarank_unbiased`` (rows in display order);
@@ -17,13 +19,17 @@ labels:
 
 Settings: ``all-shown`` (every document shown, the cut-off at least the longest list) and
 ``top10`` (a deterministic top-10 cut-off); ``top10-policy`` samples each session's ranking
-from a Plackett-Luce logging policy and trains on the policy-aware weights.
+from a Plackett-Luce logging policy and trains on the policy-aware weights (``ips-policy-aware``,
+and ``ips-pairwise-policy-aware`` with the pairwise loss). ``--clip`` sets every IPS method's
+``clip`` (default none).
 
 The table gives each method's test NDCG@10, the share of the naive-to-ceiling gap it closes
 and paired tests against ``naive`` over test queries (``gbrank.bench.stats.significance``).
 
     python benchmarks/bench_clicks.py                    # quick run, generated data only
-    python benchmarks/bench_clicks.py --full --out docs/clicks   # the docs' figures
+    python benchmarks/bench_clicks.py --full --datasets mq2008 --out docs/clicks/mq2008   # one of the docs' tables
+
+The docs' page on learning from clicks lists the commands of all its figures.
 """
 
 from __future__ import annotations
@@ -40,8 +46,14 @@ from gbrank._data_dir import data_dir
 from gbrank.bench.stats import significance
 from gbrank.datasets import RankingData, load_letor_fold, make_ranking, simulate_clicks, split_queries
 from gbrank.metrics import ndcg
+from gbrank.objectives.propensity import estimate_propensity
 
-METHODS = ["naive", "ips-known", "ips-estimated", "lgb-position", "xgb-unbiased", "ceiling"]
+METHODS = ["naive", "ips-known", "ips-estimated", "ips-pairwise-known", "ips-pairwise-estimated", "lgb-position",
+           "xgb-unbiased", "ceiling", "ips-policy-aware", "ips-pairwise-policy-aware"]
+
+
+def pairwise(propensity="estimate", clip=None):
+    return gbrank.ips_ranknet(propensity, weighting="dcg", clip=clip)
 
 
 def load(name: str, fold: int, seed: int):
@@ -70,7 +82,7 @@ def lgb_train(params, X, label, group, rounds, objective, position=None):
     return lgb.train({**params, "objective": objective}, ds, rounds)
 
 
-def run_one(train, test, *, setting, eta, sessions, rounds, seed, threads, logging_fraction):
+def run_one(train, test, *, setting, eta, sessions, rounds, seed, threads, logging_fraction, clip=None):
     import xgboost as xgb
 
     top_k = int(train.group.max()) if setting == "all-shown" else 10
@@ -94,14 +106,21 @@ def run_one(train, test, *, setting, eta, sessions, rounds, seed, threads, loggi
     if policy == "plackett_luce":
         models["naive"] = ours(gbrank.ips_listnet(propensity=None), clicks)
         # positions change from session to session: the policy-aware weights c / rho
-        models["ips-policy-aware"] = ours(gbrank.ips_listnet(propensity=None), log.ips_weights()[order])
+        weights = log.ips_weights()[order]
+        if clip is not None:
+            weights = np.minimum(weights, clicks / clip)
+        models["ips-policy-aware"] = ours(gbrank.ips_listnet(propensity=None), weights)
+        models["ips-pairwise-policy-aware"] = ours(pairwise(None), weights)
         return evaluate(models, test), extra, log
     # naive: unit propensities, so that as in a click log rows never shown take no part
     models["naive"] = ours(gbrank.ips_listnet(propensity=np.ones(top_k)), clicks, position)
-    models["ips-known"] = ours(gbrank.ips_listnet(propensity=log.theta), clicks, position)
-    estimated = gbrank.ips_listnet()
+    models["ips-known"] = ours(gbrank.ips_listnet(propensity=log.theta, clip=clip), clicks, position)
+    estimated = gbrank.ips_listnet(clip=clip)
     models["ips-estimated"] = ours(estimated, clicks, position)
-    extra["propensity"] = estimated.propensity_
+    models["ips-pairwise-known"] = ours(pairwise(log.theta, clip), clicks, position)
+    estimated_pairwise = pairwise(clip=clip)
+    models["ips-pairwise-estimated"] = ours(estimated_pairwise, clicks, position)
+    extra["propensity"] = {"listnet": estimated.propensity_, "pairwise": estimated_pairwise.propensity_}
     # the engines see every row at its rank in the logging order (rows past the cut-off,
     # never clicked, at ranks beyond it)
     counts = clicks.astype(np.int64)
@@ -114,26 +133,47 @@ def run_one(train, test, *, setting, eta, sessions, rounds, seed, threads, loggi
     return evaluate(models, test), extra, log
 
 
-def propensity_study(sessions_list, *, eta, rounds, seed, threads, logging_fraction) -> pd.DataFrame:
+def propensity_study(datasets, folds, sessions_list, *, eta, rounds, seed, threads, logging_fraction) -> pd.DataFrame:
     """Error of the estimated propensities, positions 1-10, against the number of sessions
-    (generated data, every document shown)."""
-    train, _ = load("generated", 1, seed)
+    (every document shown), for both IPS losses; and, as a reference, the estimate from the
+    scores of the ceiling model (trained on the true relevance), which no session count
+    improves on."""
     rows = []
-    for sessions in sessions_list:
-        log = simulate_clicks(train.y, train.group, X=train.X, sessions_per_query=sessions, top_k=int(train.group.max()),
-                              eta=eta, logging_fraction=logging_fraction, seed=seed)
-        order = display_order(train, log.logging_scores)
-        clicks, position = log.clicks[order].astype(np.float64), log.position[order]
-        obj = gbrank.ips_listnet()
-        params = {"learning_rate": 0.1, "num_leaves": 15, "min_data_in_leaf": 20, "verbose": -1,
-                  "num_threads": threads, "seed": seed}
-        lgb_train(params, train.X[order], clicks, train.group, rounds,
-                  lambda preds, _: obj.grad_hess(clicks, preds, train.group, position=position))
-        error = np.abs(obj.propensity_[:10] / log.theta[:10] - 1)
-        rows.append({"sessions_per_query": sessions, "eta": eta, "max_rel_error_1_10": float(error.max()),
-                     "mean_rel_error_1_10": float(error.mean())})
-        print(f"{sessions} sessions per query: largest relative error {error.max():.3f}, mean {error.mean():.3f}",
-              flush=True)
+    params = {"learning_rate": 0.1, "num_leaves": 15, "min_data_in_leaf": 20, "verbose": -1,
+              "num_threads": threads, "seed": seed}
+    for dataset in datasets:
+        for fold in folds if dataset != "generated" else [1]:
+            loaded = load(dataset, fold, seed)
+            if loaded is None:
+                print(f"{dataset}: data not found, skipped")
+                break
+            train, _ = loaded
+            offsets = np.concatenate(([0], np.cumsum(train.group)))
+            for sessions in sessions_list:
+                log = simulate_clicks(train.y, train.group, X=train.X, sessions_per_query=sessions,
+                                      top_k=int(train.group.max()), eta=eta, logging_fraction=logging_fraction,
+                                      seed=seed)
+                order = display_order(train, log.logging_scores)
+                X, clicks, position = train.X[order], log.clicks[order].astype(np.float64), log.position[order]
+                estimates = {}
+                for objective, obj in (("listnet", gbrank.ips_listnet()), ("pairwise", pairwise())):
+                    lgb_train(params, X, clicks, train.group, rounds,
+                              lambda preds, _, obj=obj: obj.grad_hess(clicks, preds, train.group, position=position))
+                    estimates[objective] = obj.propensity_
+                truth = log.relevance[order] * sessions
+                ceiling = gbrank.ips_listnet(propensity=None)
+                model = lgb_train(params, X, truth, train.group, rounds,
+                                  lambda preds, _: ceiling.grad_hess(truth, preds, train.group))
+                estimates["ceiling-scores"] = estimate_propensity(model.predict(X), clicks, position, offsets,
+                                                                  int(train.group.max()))
+                for objective, estimate in estimates.items():
+                    error = np.abs(estimate[:10] / log.theta[:10] - 1)
+                    rows.append({"dataset": dataset, "fold": fold, "objective": objective,
+                                 "sessions_per_query": sessions, "sessions": sessions * int(train.group.size),
+                                 "eta": eta, "max_rel_error_1_10": float(error.max()),
+                                 "mean_rel_error_1_10": float(error.mean())})
+                    print(f"{dataset} fold {fold} {objective} {sessions} sessions per query: largest relative "
+                          f"error {error.max():.3f}, mean {error.mean():.3f}", flush=True)
     return pd.DataFrame(rows)
 
 
@@ -164,12 +204,13 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--full", action="store_true", help="every dataset, eta and setting")
     parser.add_argument("--out", type=Path, default=None, help="write results.csv, results.inc (a Markdown table), propensity.csv and propensity.png here")
+    parser.add_argument("--clip", type=float, default=None, help="clip of every IPS method (default none)")
     parser.add_argument("--propensity-sessions", nargs="+", type=int, default=None,
                         help="only measure the estimated propensities' error for these sessions per query "
-                             "(generated data, all shown, the first --etas)")
+                             "(--datasets and --folds, all shown, the first --etas)")
     args = parser.parse_args(argv)
     if args.propensity_sessions:
-        study = propensity_study(args.propensity_sessions, eta=(args.etas or [1.0])[0], rounds=args.rounds,
+        study = propensity_study(args.datasets or ["generated"], args.folds, args.propensity_sessions, eta=(args.etas or [1.0])[0], rounds=args.rounds,
                                  seed=args.seeds[0], threads=args.threads, logging_fraction=args.logging_fraction)
         if args.out is not None:
             args.out.mkdir(parents=True, exist_ok=True)
@@ -194,16 +235,17 @@ def main(argv=None):
                         start = time.perf_counter()
                         per_query, extra, log = run_one(train, test, setting=setting, eta=eta, sessions=args.sessions,
                                                         rounds=args.rounds, seed=seed, threads=args.threads,
-                                                        logging_fraction=args.logging_fraction)
+                                                        logging_fraction=args.logging_fraction, clip=args.clip)
                         key = f"{dataset}/{setting}/eta={eta:g}"
                         for method, values in per_query.items():
                             for q, v in enumerate(values):
                                 rows.append({"dataset": key, "method": method, "fold": f"{fold}/{seed}",
                                              "query": q, "ndcg@10": float(v)})
-                        if "propensity" in extra:
-                            for p, (est, true) in enumerate(zip(extra["propensity"], log.theta), start=1):
-                                propensities.append({"dataset": dataset, "setting": setting, "eta": eta, "fold": fold,
-                                                     "seed": seed, "position": p, "estimated": est, "true": true})
+                        for objective, estimate in extra.get("propensity", {}).items():
+                            for p, (est, true) in enumerate(zip(estimate, log.theta), start=1):
+                                propensities.append({"dataset": dataset, "objective": objective, "setting": setting,
+                                                     "eta": eta, "fold": fold, "seed": seed, "position": p,
+                                                     "estimated": est, "true": true})
                         means = {m: float(np.mean(v)) for m, v in per_query.items()}
                         print(f"{key} fold {fold} seed {seed} ({time.perf_counter() - start:.0f} s): "
                               + ", ".join(f"{m} {v:.4f}" for m, v in means.items()), flush=True)
@@ -215,7 +257,7 @@ def main(argv=None):
     if not prop.empty:
         err = prop[prop["position"] <= 10].assign(rel=lambda f: (f["estimated"] / f["true"] - 1).abs())
         print("largest relative error of the estimated propensity, positions 1-10:")
-        print(err.groupby(["dataset", "setting", "eta"])["rel"].max().to_string())
+        print(err.groupby(["dataset", "objective", "setting", "eta"])["rel"].max().to_string())
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         table.to_csv(args.out / "results.csv", index=False)
@@ -228,7 +270,7 @@ def main(argv=None):
 def summarise(per_query: pd.DataFrame) -> pd.DataFrame:
     """Mean NDCG@10, gap closed, and paired tests against naive and against LightGBM's mode."""
     means = per_query.groupby(["dataset", "method"], sort=False)["ndcg@10"].mean().unstack("method")
-    means = means[[m for m in METHODS + ["ips-policy-aware"] if m in means.columns]]
+    means = means[[m for m in METHODS if m in means.columns]]
     against = {base: significance(per_query, baseline=base).set_index(["dataset", "method"])
                for base in ("naive", "lgb-position")}
     out = []
@@ -268,17 +310,20 @@ def plot_propensity(prop: pd.DataFrame, path: Path) -> None:
 
     shown = prop[prop["position"] <= 10]
     datasets = list(shown["dataset"].unique())
-    fig, axes = plt.subplots(1, len(datasets), figsize=(4.2 * len(datasets), 3.6), squeeze=False)
-    for ax, dataset in zip(axes[0], datasets):
-        part = shown[shown["dataset"] == dataset]
-        for (setting, eta), g in part.groupby(["setting", "eta"]):
-            mean = g.groupby("position")[["estimated", "true"]].mean()
-            line, = ax.plot(mean.index, mean["true"], "-", alpha=0.6)
-            ax.plot(mean.index, mean["estimated"], "o--", color=line.get_color(), label=f"{setting}, eta={eta:g}")
-        ax.set_title(f"{dataset}: estimated (dots) vs true (line)")
-        ax.set_xlabel("position")
-        ax.set_ylabel("propensity (position 1 = 1)")
-        ax.legend(fontsize=7)
+    objectives = list(shown["objective"].unique())
+    fig, axes = plt.subplots(len(objectives), len(datasets), figsize=(4.2 * len(datasets), 3.6 * len(objectives)),
+                             squeeze=False)
+    for row, objective in zip(axes, objectives):
+        for ax, dataset in zip(row, datasets):
+            part = shown[(shown["dataset"] == dataset) & (shown["objective"] == objective)]
+            for (setting, eta), g in part.groupby(["setting", "eta"]):
+                mean = g.groupby("position")[["estimated", "true"]].mean()
+                line, = ax.plot(mean.index, mean["true"], "-", alpha=0.6)
+                ax.plot(mean.index, mean["estimated"], "o--", color=line.get_color(), label=f"{setting}, eta={eta:g}")
+            ax.set_title(f"{dataset}, {objective}: estimated (dots) vs true (line)", fontsize=9)
+            ax.set_xlabel("position")
+            ax.set_ylabel("propensity (position 1 = 1)")
+            ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 

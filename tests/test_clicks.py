@@ -1,4 +1,5 @@
-"""Click simulation (gbrank.datasets.simulate_clicks) and the IPS softmax objective."""
+"""Click simulation (gbrank.datasets.simulate_clicks), the IPS softmax objective, and what the
+click objectives share (positions, propensities, clipping), for both of them."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 import gbrank
 from gbrank.datasets import click_probability, make_ranking, simulate_clicks
-from gbrank.objectives.clicks import estimate_propensity
+from gbrank.objectives.propensity import estimate_propensity
 
 
 def direct_loss(weights, scores, sizes):
@@ -145,25 +146,64 @@ def click_draws(y, sizes, logging, n_sessions, n_draws, **kwargs):
     return counts, log
 
 
-def test_ips_loss_averaged_over_click_draws_is_the_full_information_loss(tiny):
+CLICK_OBJECTIVES = {
+    "ips_listnet": gbrank.ips_listnet,
+    "ips_ranknet": gbrank.ips_ranknet,
+    "ips_ranknet_dcg": lambda **kw: gbrank.ips_ranknet(weighting="dcg", **kw),
+}
+
+
+@pytest.mark.parametrize("name", CLICK_OBJECTIVES)
+def test_ips_loss_averaged_over_click_draws_is_the_full_information_loss(tiny, name):
     y, pos, s, sizes = tiny
     eta, eps, n_sessions, n_draws = 1.0, 0.1, 20, 200
+    make = CLICK_OBJECTIVES[name]
     # logging scores that show each query's rows in row order, as pos says
     logging = -pos.astype(float)
     counts, log = click_draws(y, sizes, logging, n_sessions, n_draws, top_k=5, eta=eta, eps=eps, seed=0)
     np.testing.assert_array_equal(log.position, pos)
-    obj = gbrank.ips_listnet(propensity=(1.0 / np.arange(1, 6)) ** eta)
+    obj = make(propensity=(1.0 / np.arange(1, 6)) ** eta)
     losses = np.array([obj.loss(c, s, sizes, position=pos) for c in counts])
     grads = np.array([obj.grad_hess(c, s, sizes, position=pos)[0] for c in counts])
+    # the full-information loss: every document's click probability, as if all were examined
+    # (the same objective on those as already weighted labels: test_clicks_pairwise.py and the
+    # finite-difference test above check it against direct implementations)
     truth = n_sessions * click_probability(y, eps=eps)
-    full = direct_loss(truth, s, sizes)
+    naive = make(propensity=None)
+    full = naive.loss(truth, s, sizes)
+    if name == "ips_listnet":
+        np.testing.assert_allclose(full, direct_loss(truth, s, sizes), rtol=1e-12)
     se = losses.std(ddof=1) / np.sqrt(n_draws)
     assert abs(losses.mean() - full) < 4 * se
     # and the naive loss is biased by much more than that
-    naive = gbrank.ips_listnet(propensity=None)
     assert abs(np.mean([naive.loss(c, s, sizes) for c in counts]) - full) > 20 * se
     full_grad = naive.grad_hess(truth, s, sizes)[0]
     assert np.all(np.abs(grads.mean(axis=0) - full_grad) < 4 * grads.std(axis=0, ddof=1) / np.sqrt(n_draws) + 1e-12)
+
+
+@pytest.mark.parametrize("name", CLICK_OBJECTIVES)
+def test_clipping_trades_a_known_bias_for_less_variance(tiny, name):
+    y, pos, s, sizes = tiny
+    eps, n_sessions, n_draws, clip = 0.1, 20, 200, 0.4
+    make = CLICK_OBJECTIVES[name]
+    counts, _ = click_draws(y, sizes, -pos.astype(float), n_sessions, n_draws, top_k=5, eta=1.0, eps=eps, seed=3)
+    theta = 1.0 / np.arange(1, 6)
+    plain = make(propensity=theta)
+    clipped = make(propensity=theta, clip=clip)
+    # clipping is the unclipped loss at the propensities max(theta, clip)
+    np.testing.assert_array_equal(clipped.grad_hess(counts[0], s, sizes, position=pos)[0],
+                                  make(propensity=np.maximum(theta, clip)).grad_hess(counts[0], s, sizes, position=pos)[0])
+    unbiased = np.array([plain.loss(c, s, sizes, position=pos) for c in counts])
+    biased = np.array([clipped.loss(c, s, sizes, position=pos) for c in counts])
+    assert biased.std() < 0.8 * unbiased.std()
+    # in expectation, a document at a position with theta < clip counts theta / clip of its relevance
+    gamma = click_probability(y, eps=eps)
+    shrunk = n_sessions * gamma * np.minimum(1.0, theta[pos - 1] / clip)
+    expected = make(propensity=None).loss(shrunk, s, sizes)
+    full = make(propensity=None).loss(n_sessions * gamma, s, sizes)
+    se = biased.std(ddof=1) / np.sqrt(n_draws)
+    assert abs(biased.mean() - expected) < 4 * se
+    assert abs(biased.mean() - full) > 10 * se
 
 
 def test_policy_aware_weights_are_unbiased_with_a_top_k_cut_off():
@@ -207,17 +247,21 @@ def test_propensity_estimator_recovers_theta_from_clicks_given_the_relevance():
     ([1.0, 2.5, 3.0], r"position\[1\] = 2.5 \(query 0\) is not an integer"),
     ([1, 2], "position has shape"),
 ])
-def test_bad_positions_are_refused_naming_row_and_query(position, match):
-    obj = gbrank.ips_listnet(propensity=[1.0, 0.5, 0.3])
+@pytest.mark.parametrize("name", CLICK_OBJECTIVES)
+def test_bad_positions_are_refused_naming_row_and_query(position, match, name):
+    obj = CLICK_OBJECTIVES[name](propensity=[1.0, 0.5, 0.3])
     with pytest.raises((ValueError, TypeError), match=match):
         obj.grad_hess([1.0, 2.0, 0.0], [0.0, 0.0, 0.0], [3], position=position)
 
 
-def test_estimate_mode_needs_positions_but_weighted_labels_do_not():
-    with pytest.raises(ValueError, match="needs the display position"):
-        gbrank.ips_listnet().grad_hess([1.0, 0.0], [0.0, 0.0], [2])
-    grad, _ = gbrank.ips_listnet(propensity=None).grad_hess([1.0, 0.0], [0.0, 0.0], [2])
-    np.testing.assert_allclose(grad, [-0.5, 0.5])
+@pytest.mark.parametrize("name", CLICK_OBJECTIVES)
+def test_estimate_mode_needs_positions_but_weighted_labels_do_not(name):
+    make = CLICK_OBJECTIVES[name]
+    with pytest.raises(ValueError, match=r"ips_\w+\(propensity=estimate\) needs the display position"):
+        make().grad_hess([1.0, 0.0], [0.0, 0.0], [2])
+    grad, _ = make(propensity=None).grad_hess([1.0, 0.0], [0.0, 0.0], [2])
+    # softmax: W pi - w; pairwise: one pair, -rho / ln 2 at equal scores
+    np.testing.assert_allclose(grad, [-0.5, 0.5] if name == "ips_listnet" else [-0.5 / np.log(2), 0.5 / np.log(2)])
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -225,15 +269,20 @@ def test_estimate_mode_needs_positions_but_weighted_labels_do_not():
     ({"propensity": "known"}, "propensity must be"),
     ({"propensity": []}, "non-empty"),
     ({"update_every": 0}, "update_every"),
+    ({"clip": 0.0}, "clip must be a finite number > 0"),
+    ({"clip": np.nan}, "clip must be a finite number > 0"),
+    ({"propensity": None, "clip": 0.1}, "propensity=None uses none"),
 ])
-def test_bad_settings_are_refused(kwargs, match):
+@pytest.mark.parametrize("name", CLICK_OBJECTIVES)
+def test_bad_settings_are_refused(kwargs, match, name):
     with pytest.raises(ValueError, match=match):
-        gbrank.ips_listnet(**kwargs)
+        CLICK_OBJECTIVES[name](**kwargs)
 
 
-def test_negative_clicks_are_refused():
+@pytest.mark.parametrize("name", CLICK_OBJECTIVES)
+def test_negative_clicks_are_refused(name):
     with pytest.raises(ValueError, match="non-negative"):
-        gbrank.ips_listnet(propensity=[1.0]).grad_hess([-1.0, 0.0], [0.0, 0.0], [2], position=[1, 1])
+        CLICK_OBJECTIVES[name](propensity=[1.0]).grad_hess([-1.0, 0.0], [0.0, 0.0], [2], position=[1, 1])
 
 
 # =========================================================================== engines
@@ -246,11 +295,12 @@ def click_data():
     return d.X[order], log.clicks[order].astype(float), d.group, log.position[order], log
 
 
-def test_lightgbm_reads_positions_from_the_dataset(click_data):
+@pytest.mark.parametrize("name", CLICK_OBJECTIVES)
+def test_lightgbm_reads_positions_from_the_dataset(click_data, name):
     lgb = pytest.importorskip("lightgbm")
     X, clicks, group, pos, log = click_data
     params = {"learning_rate": 0.1, "num_leaves": 7, "verbose": -1, "num_threads": 1, "seed": 0}
-    obj = gbrank.ips_listnet(propensity=log.theta)
+    obj = CLICK_OBJECTIVES[name](propensity=log.theta)
     via_dataset = lgb.train({**params, "objective": obj}, lgb.Dataset(X, clicks, group=group, position=pos), 5)
     explicit = lgb.train(
         {**params, "objective": lambda p, _: obj.grad_hess(clicks, p, group, position=pos)},
@@ -274,11 +324,12 @@ def test_lightgbm_reads_positions_from_the_dataset(click_data):
         lgb.train({**params, "objective": obj}, lgb.Dataset(X, clicks, group=group, position=shuffled), 1)
 
 
-def test_xgboost_takes_the_row_order_as_the_position(click_data):
+@pytest.mark.parametrize("name", CLICK_OBJECTIVES)
+def test_xgboost_takes_the_row_order_as_the_position(click_data, name):
     xgb = pytest.importorskip("xgboost")
     X, clicks, group, pos, log = click_data
     qid = np.repeat(np.arange(group.size), group)
-    obj = gbrank.ips_listnet(propensity=log.theta)
+    obj = CLICK_OBJECTIVES[name](propensity=log.theta)
     dtrain = xgb.DMatrix(X, clicks, qid=qid)
     booster = xgb.train({"max_depth": 3, "nthread": 1, "min_child_weight": 0.0}, dtrain, 3, obj=obj)
     grad, hess = obj(np.zeros(clicks.size), dtrain)
@@ -298,10 +349,11 @@ def test_lgbmranker_without_positions_names_the_fix(click_data):
             X, np.minimum(clicks, 30), group=group)
 
 
-def test_estimated_propensity_is_exposed_and_a_second_training_repeats_the_first(click_data):
+@pytest.mark.parametrize("name", CLICK_OBJECTIVES)
+def test_estimated_propensity_is_exposed_and_a_second_training_repeats_the_first(click_data, name):
     lgb = pytest.importorskip("lightgbm")
     X, clicks, group, pos, log = click_data
-    obj = gbrank.ips_listnet(warmup=2, update_every=2)
+    obj = CLICK_OBJECTIVES[name](warmup=2, update_every=2)
     with pytest.raises(AttributeError, match="propensity_"):
         obj.propensity_
     params = {"objective": obj, "learning_rate": 0.2, "num_leaves": 7, "verbose": -1, "num_threads": 1}
@@ -315,20 +367,27 @@ def test_estimated_propensity_is_exposed_and_a_second_training_repeats_the_first
     # copies (lgb.train deep-copies its params) share the record; pickles carry it
     assert copy.deepcopy(obj).propensity_ is not None
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(obj)).propensity_, theta_first)
-    assert repr(obj) == "ips_listnet(propensity='estimate', warmup=2, update_every=2, hess_floor=1e-06, hess_scale=1.0)"
+    expected = {
+        "ips_listnet": "ips_listnet(propensity='estimate', ",
+        "ips_ranknet": "ips_ranknet(propensity='estimate', weighting='constant', sigma=1.0, ",
+        "ips_ranknet_dcg": "ips_ranknet(propensity='estimate', weighting='dcg', sigma=1.0, ",
+    }[name]
+    assert repr(obj) == expected + "warmup=2, update_every=2, hess_floor=1e-06, hess_scale=1.0)"
 
 
-def test_rows_never_shown_take_no_part_in_the_loss():
+@pytest.mark.parametrize("name", CLICK_OBJECTIVES)
+def test_rows_never_shown_take_no_part_in_the_loss(name):
+    make = CLICK_OBJECTIVES[name]
     theta = [1.0, 0.5, 0.25]
     clicks = np.array([3.0, 0.0, 1.0, 2.0, 0.0, 0.0, 1.0])
     pos = np.array([1, -1, 2, 3, -1, 1, 2])
     s = np.array([0.3, 5.0, -0.2, 0.1, -3.0, 0.4, 0.0])
     sizes = [5, 2]
-    obj = gbrank.ips_listnet(propensity=theta, hess_floor=0.0)
+    obj = make(propensity=theta, hess_floor=0.0)
     grad, hess = obj.grad_hess(clicks, s, sizes, position=pos)
     assert grad[1] == grad[4] == hess[1] == hess[4] == 0.0
     shown = pos >= 1
-    sub = gbrank.ips_listnet(propensity=theta, hess_floor=0.0)
+    sub = make(propensity=theta, hess_floor=0.0)
     g_sub, h_sub = sub.grad_hess(clicks[shown], s[shown], [3, 2], position=pos[shown])
     np.testing.assert_array_equal(grad[shown], g_sub)
     np.testing.assert_array_equal(hess[shown], h_sub)
@@ -336,3 +395,27 @@ def test_rows_never_shown_take_no_part_in_the_loss():
     # a query with no row shown contributes nothing
     g, _ = obj.grad_hess([0.0, 0.0, 1.0], [1.0, 2.0, 0.0], [2, 1], position=[-1, -1, 1])
     np.testing.assert_array_equal(g, 0.0)
+
+
+@pytest.mark.parametrize("engine", ["lightgbm", "xgboost"])
+@pytest.mark.parametrize("name", CLICK_OBJECTIVES)
+def test_ranker_passes_the_positions_to_the_objective(click_data, name, engine):
+    pytest.importorskip(engine)
+    X, clicks, group, pos, log = click_data  # each query's rows in display order
+    settings = dict(engine=engine, n_estimators=3, learning_rate=0.2, max_depth=3, n_jobs=1)
+    make = CLICK_OBJECTIVES[name]
+    model = gbrank.Ranker(make(propensity=log.theta), **settings).fit(X, clicks, group=group, position=pos)
+    if name != "ips_ranknet_dcg":
+        # rows of each query in reverse display order: the positions travel with the rows
+        # (the DCG weights at the first iteration, where all scores tie, follow the row order)
+        order = np.lexsort((-pos, np.repeat(np.arange(group.size), group)))
+        reversed_rows = gbrank.Ranker(make(propensity=log.theta), **settings).fit(
+            X[order], clicks[order], group=group, position=pos[order])
+        np.testing.assert_allclose(reversed_rows.predict(X), model.predict(X), rtol=1e-6, atol=1e-9)
+    if engine == "lightgbm":
+        with pytest.raises(ValueError, match="carries no positions"):
+            gbrank.Ranker(make(propensity=log.theta), **settings).fit(X, clicks, group=group)
+    else:
+        # without position=, XGBoost's convention: the row order within a query
+        by_rows = gbrank.Ranker(make(propensity=log.theta), **settings).fit(X, clicks, group=group)
+        np.testing.assert_array_equal(by_rows.predict(X), model.predict(X))

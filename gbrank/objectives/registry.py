@@ -135,6 +135,10 @@ for _spec in (
                   "IPS softmax on clicks with known or jointly estimated propensities (Ai et al. 2018)",
                   labels="any", examples=({"propensity": None},),
                   in_default_bench=False),
+    ObjectiveSpec("ips_ranknet", "gbrank.objectives.clicks_pairwise", "clicks",
+                  "IPS pairwise RankNet/DCG loss on clicks with known or jointly estimated propensities (Joachims et al. 2017)",
+                  labels="any", examples=({"propensity": None}, {"propensity": None, "weighting": "dcg"}),
+                  in_default_bench=False),
 ):
     register(_spec)
 del _spec

@@ -1,0 +1,489 @@
+r"""Position handling and propensities shared by the click objectives.
+
+:func:`gbrank.ips_listnet` and :func:`gbrank.ips_ranknet` differ only in their loss; the
+positions, the propensities (given, or estimated jointly with the model), their clipping and
+the estimate exposed after training are this module's :class:`ClickObjective`.
+
+Positions
+---------
+Positions are 1-based (1 = top); -1 marks a document never shown, which must have no
+clicks and takes no part in the loss. They come from ``grad_hess(..., position=...)``; from a
+LightGBM Dataset built with ``position=``; or, for XGBoost, from the row order within each
+query (XGBoost's own convention for ``lambdarank_unbiased``: the rows of a query are in
+display order). LightGBM replaces the positions by ids numbered in order of first appearance
+when it constructs the Dataset; they are the positions minus one exactly when every query's
+rows are in display order (positions 1, 2, 3, ...), which the objectives check.
+
+Inverse-propensity weights and clipping
+---------------------------------------
+A click on document :math:`i`, shown at position :math:`p_i`, counts
+:math:`1/\theta_{p_i}`, the inverse of the probability that the position is examined. With
+``clip=m`` the weight is :math:`1/\max(\theta_{p_i}, m)`: no click counts more than
+:math:`1/m`. Clipping trades bias for variance (Joachims, Swaminathan and Schnabel, WSDM
+2017; Strehl et al., NIPS 2010): the variance of a weighted click is bounded by
+:math:`1/m^2` instead of growing like :math:`1/\theta_p^2` down the list, while documents at
+positions with :math:`\theta_p < m` are under-weighted by :math:`\theta_p / m`, so the loss
+leans towards the logging ranker's order there. ``m`` is in the scale of the propensities:
+relative to position 1 for estimated ones.
+
+Estimated propensities
+----------------------
+With ``propensity="estimate"`` the propensities are estimated from the clicks alone, jointly
+with the model, without interventions. The position-based model says
+:math:`E[c_i] = N \theta_{p_i} \gamma_i` over :math:`N` sessions; the model's scores stand
+for the relevance, :math:`\gamma_i = \kappa_q e^{a s_i}` within query :math:`q` (the IPS
+softmax loss is minimised by :math:`\mathrm{softmax}(s) \propto \gamma`, so :math:`a = 1` at
+its optimum; for other losses, and for an under- or over-fitted model, the fitted slope
+:math:`a` absorbs the scale of the scores). The propensities, the per-query factors
+:math:`\kappa_q` and :math:`a` are fitted to the clicks by Poisson quasi-likelihood
+(consistent for the mean whatever the variance), by alternating the exact updates
+
+.. math::
+
+    \kappa_q = \frac{\sum_{i \in q} c_i}{\sum_{i \in q} \theta_{p_i} e^{a s_i}}, \qquad
+    \theta_p = \frac{\sum_{i:\, p_i = p} c_i}{\sum_{i:\, p_i = p} \kappa_{q(i)} e^{a s_i}}
+
+with a Newton step in :math:`a`, and reported relative to position 1. This is the
+M-step of regression-EM (Wang et al., WSDM 2018) for a relevance model given by the
+current ranker, in the spirit of the dual learning algorithm (Ai et al., SIGIR 2018).
+
+The estimate starts from equal relevance within each query (:math:`s = 0`: each position's
+click rate relative to its query's clicks), which overstates the decay, as the logging
+ranker puts relevant documents on top; after ``warmup`` boosting iterations and then every
+``update_every`` ones it is re-fitted from the current scores. It is identified through the
+features only: the model cannot see the position, so the part of the position effect that
+the features explain (a logging ranker built on the same features) cannot be told from
+relevance, and the estimate leans towards the propensities it was trained with. This needs a
+deterministic logging policy (one position per document).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import engines as _engines
+from .._validation import check_scores, check_weights
+from ..groups import check_group, sizes_to_offsets
+from ._base import RankingObjective
+
+__all__ = ["ClickObjective", "check_positions", "estimate_propensity"]
+
+# Smallest propensity an estimate may take, so that 1 / theta stays bounded.
+_MIN_PROPENSITY = 1e-3
+def _first_bad(mask, offsets):
+    row = int(np.flatnonzero(mask)[0])
+    return row, int(np.searchsorted(offsets, row, side="right") - 1)
+
+
+def check_positions(position, clicks, offsets, n_known: int | None) -> np.ndarray:
+    """Return positions as int64, refusing non-integers, 0, values below -1, values past the
+    known propensities and clicks on rows never shown, naming the row and its query."""
+    pos = np.asarray(position)
+    n = clicks.shape[0]
+    if pos.shape != (n,):
+        raise ValueError(f"position has shape {pos.shape} but there are {n} rows")
+    if pos.dtype.kind == "f":
+        frac = ~np.isfinite(pos) | (pos != np.floor(pos))
+        if frac.any():
+            row, q = _first_bad(frac, offsets)
+            raise ValueError(f"position[{row}] = {float(pos[row])!r} (query {q}) is not an integer")
+    elif pos.dtype.kind not in "iu":
+        raise TypeError(f"position must hold integers, got dtype {pos.dtype}")
+    pos = pos.astype(np.int64)
+    if n == 0:
+        return pos
+    bad = (pos == 0) | (pos < -1)
+    if bad.any():
+        row, q = _first_bad(bad, offsets)
+        raise ValueError(
+            f"position[{row}] = {pos[row]} at row {row} (query {q}): positions are 1-based "
+            "(1 = top) and -1 marks a row never shown"
+        )
+    if n_known is not None and pos.max() > n_known:
+        row, q = _first_bad(pos > n_known, offsets)
+        raise ValueError(
+            f"position[{row}] = {pos[row]} at row {row} (query {q}) is past the {n_known} "
+            "known propensities; give one propensity per shown position"
+        )
+    clicked_unseen = (pos == -1) & (clicks > 0)
+    if clicked_unseen.any():
+        row, q = _first_bad(clicked_unseen, offsets)
+        raise ValueError(
+            f"row {row} (query {q}) has {clicks[row]:g} clicks but position -1 (never shown): "
+            "a document that was not shown cannot be clicked"
+        )
+    return pos
+
+
+def _lightgbm_positions(ids, offsets) -> np.ndarray | None:
+    if ids is None:
+        return None
+    ids = np.asarray(ids, dtype=np.int64)
+    # LightGBM numbers the distinct positions in order of first appearance; with each
+    # query's rows in display order the ids are 0, 1, 2, ... within every query
+    expected = np.arange(ids.shape[0]) - np.repeat(offsets[:-1], np.diff(offsets))
+    if not np.array_equal(ids, expected):
+        row, q = _first_bad(ids != expected, offsets)
+        raise ValueError(
+            f"the LightGBM Dataset's positions are not in display order at row {row} (query "
+            f"{q}): LightGBM keeps only ids of the positions, numbered in order of first "
+            "appearance, so put each query's rows in display order with positions 1, 2, 3, ... "
+            "(drop rows never shown), or pass position= to gbrank.Ranker.fit or grad_hess"
+        )
+    return ids + 1
+
+
+def _row_order_positions(offsets) -> np.ndarray:
+    sizes = np.diff(offsets)
+    return np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1], sizes) + 1
+
+
+def _scores_constant_per_query(scores, offsets) -> bool:
+    starts = offsets[:-1][np.diff(offsets) > 0]
+    if starts.size == 0:
+        return True
+    return bool(np.array_equal(np.maximum.reduceat(scores, starts), np.minimum.reduceat(scores, starts)))
+
+
+def estimate_propensity(scores, clicks, position, offsets, n_positions: int, *, n_rounds: int = 30) -> np.ndarray:
+    r"""Propensities :math:`\hat\theta_p`, p = 1..n_positions, relative to position 1, from
+    clicks and the model's scores (see the module documentation; ``n_rounds`` alternations).
+
+    Fits :math:`E[c_i] = \theta_{p_i} \kappa_q e^{a s_i}` by Poisson quasi-likelihood with
+    alternating exact updates of :math:`\kappa` and :math:`\theta` and a Newton step in
+    :math:`a`. Positions without clicks get NaN.
+    """
+    sizes = np.diff(offsets)
+    n_queries = sizes.size
+    query = np.repeat(np.arange(n_queries), sizes)
+    shown = position >= 1
+    c = clicks[shown]
+    q = query[shown]
+    p = position[shown] - 1
+    s = scores[shown]
+    s = s - np.bincount(q, weights=s, minlength=n_queries)[q] / np.maximum(np.bincount(q, minlength=n_queries), 1)[q]
+    theta = np.ones(n_positions)
+    slope = 1.0
+    query_clicks = np.bincount(q, weights=c, minlength=n_queries)
+    position_clicks = np.bincount(p, weights=c, minlength=n_positions)
+    for _ in range(n_rounds):
+        e = np.exp(np.clip(slope * s, -50.0, 50.0))
+        kappa = query_clicks / np.maximum(np.bincount(q, weights=theta[p] * e, minlength=n_queries), 1e-300)
+        mu_pos = np.bincount(p, weights=kappa[q] * e, minlength=n_positions)
+        theta = np.where(mu_pos > 0, position_clicks / np.maximum(mu_pos, 1e-300), np.nan)
+        theta = np.where(np.isnan(theta), 0.0, theta)
+        mu = theta[p] * kappa[q] * e
+        curvature = np.sum(s * s * mu)
+        if curvature > 0:
+            slope = max(slope + float(np.sum(s * (c - mu))) / curvature, 0.0)
+    theta = theta / theta[0] if theta[0] > 0 else np.full(n_positions, np.nan)
+    theta[position_clicks == 0] = np.nan
+    return theta
+
+
+class _Fit:
+    """The estimate kept for one training set (mutable, guarded by the objective's lock)."""
+
+    def __init__(self, initial: np.ndarray) -> None:
+        self.calls = 0
+        self.initial = initial
+        self.theta = initial.copy()
+
+
+def _check_propensity(propensity) -> np.ndarray | str | None:
+    if propensity is None:
+        return None
+    if isinstance(propensity, str):
+        if propensity == "estimate":
+            return "estimate"
+        raise ValueError(f"propensity must be 'estimate', None or an array of propensities, got {propensity!r}")
+    theta = np.array(propensity, dtype=np.float64)
+    if theta.ndim != 1 or theta.size == 0:
+        raise ValueError("propensity must be a non-empty 1-d array, one value per position")
+    if not (np.isfinite(theta).all() and (theta > 0).all()):
+        p = int(np.flatnonzero(~(np.isfinite(theta) & (theta > 0)))[0]) + 1
+        raise ValueError(f"the propensity of position {p} is {float(theta[p - 1])!r}; propensities must be > 0")
+    theta.setflags(write=False)
+    return theta
+
+
+class ClickObjective(RankingObjective):
+    """A loss on position-biased clicks: positions, propensities and their estimate.
+
+    Subclasses give ``_kernel(state, scores, at, weight, inverse, offsets, grad, hess,
+    want_loss)`` over the shown rows (``weight`` the inverse-propensity weighted clicks,
+    ``inverse`` the per-row :math:`1/\\theta_{p_i}`, ones for ``propensity=None``) and may
+    bind per-dataset work to the state in ``_bind(state)``.
+    """
+
+    #: The objective reads a position per row (``grad_hess(..., position=...)``).
+    uses_position = True
+
+    def __init__(
+        self,
+        propensity: Any = "estimate",
+        *,
+        clip: float | None = None,
+        warmup: int = 10,
+        update_every: int = 5,
+        hess_floor: float = 1e-6,
+        hess_scale: float = 1.0,
+    ) -> None:
+        super().__init__(hess_floor=hess_floor, hess_scale=hess_scale)
+        self.propensity = _check_propensity(propensity)
+        for name, value, low in (("warmup", warmup, 0), ("update_every", update_every, 1)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        if clip is not None:
+            if propensity is None:
+                raise ValueError(
+                    "clip bounds the propensities, and propensity=None uses none: clip the weights "
+                    "of the labels yourself, or give the propensities"
+                )
+            ok = not isinstance(clip, bool) and isinstance(clip, (int, float, np.integer, np.floating))
+            if not (ok and np.isfinite(clip) and clip > 0):
+                raise ValueError(f"clip must be a finite number > 0 (the smallest propensity a weight uses), got {clip!r}")
+            clip = float(clip)
+        self.clip = clip
+        self.warmup = int(warmup)
+        self.update_every = int(update_every)
+        self._fitted: dict[str, np.ndarray] = {}
+
+    @property
+    def mode(self) -> str:
+        """``"known"``, ``"estimate"`` or ``"weighted_labels"`` (``propensity=None``)."""
+        if self.propensity is None:
+            return "weighted_labels"
+        if isinstance(self.propensity, str):
+            return "estimate"
+        return "known"
+
+    @property
+    def propensity_(self) -> np.ndarray:
+        """Estimated propensities of positions 1..K (``propensity="estimate"``), relative to
+        position 1, from the latest training's latest update (not clipped)."""
+        if "propensity" not in self._fitted:
+            raise AttributeError(
+                "propensity_ is set by training with propensity='estimate'; this objective has not estimated any"
+            )
+        return self._fitted["propensity"].copy()
+
+    def __deepcopy__(self, memo):
+        # lgb.train deep-copies its params and gbrank.Ranker its objective: the copy that
+        # trains shares the record of the estimate, so that propensity_ reads the same here
+        clone = type(self).__new__(type(self))
+        clone.__setstate__({**self.__getstate__(), "_fitted": self._fitted})
+        return clone
+
+    def _params(self) -> dict[str, Any]:
+        params: dict[str, Any] = {"propensity": self.propensity if self.mode != "known" else self.propensity.tolist()}
+        if self.clip is not None:
+            params["clip"] = self.clip
+        if self.mode == "estimate":
+            params.update(warmup=self.warmup, update_every=self.update_every)
+        return {**params, **super()._params()}
+
+    # ----------------------------------------------------------------- inputs
+    def grad_hess(self, y_true, y_pred, group, weight=None, *, position=None):
+        """Gradient and hessian of the loss.
+
+        Parameters
+        ----------
+        y_true : array-like of shape (n_rows,)
+            Clicks per row (non-negative: counts, or with ``propensity=None`` already
+            inverse-propensity weighted).
+        y_pred, group, weight
+            As :meth:`gbrank.objectives._base.RankingObjective.grad_hess`.
+        position : array-like of int, shape (n_rows,)
+            Display position of each row, 1 at the top, -1 if never shown. Needed unless
+            ``propensity=None``.
+        """
+        labels, offsets = self._rows(y_true, group)
+        state = self._click_state(labels, offsets, position)
+        scores = check_scores(y_pred, labels.shape[0], offsets)
+        weights = check_weights(weight, labels.shape[0], offsets)
+        self._update(state, scores)
+        return self._finish(state, scores, weights)
+
+    def loss(self, y_true, y_pred, group, *, position=None) -> float:
+        """Sum over queries of the loss at the current propensities."""
+        labels, offsets = self._rows(y_true, group)
+        state = self._click_state(labels, offsets, position)
+        scores = check_scores(y_pred, labels.shape[0], offsets)
+        return float(np.sum(self._loss(state, scores)))
+
+    def __call__(self, y_true, y_pred, weight=None, group=None):
+        """Engine entry point, as :meth:`RankingObjective.__call__`, with the positions read
+        from the engine data: a LightGBM ``Dataset(position=)`` (each query's rows in display
+        order) or, for XGBoost, the row order within each query (XGBoost's own convention)."""
+        engine = _engines.engine_of(y_pred)
+        if engine is None:
+            if group is not None:
+                _engines.lightgbm.check_caller()
+            return self.grad_hess(y_true, y_pred, group, weight)
+        preds, fields = y_true, _engines.read(y_pred)
+        offsets = sizes_to_offsets(fields.sizes)
+        if engine == "xgboost":
+            position = _row_order_positions(offsets)
+        else:
+            position = _lightgbm_positions(fields.position, offsets)
+            if position is None and self.mode != "weighted_labels":
+                raise ValueError(
+                    "the LightGBM Dataset carries no positions: build it with lgb.Dataset(..., "
+                    "position=...), or pass position= to gbrank.Ranker.fit (lgb.cv's fold Datasets "
+                    "do not keep them: cross-validate with gbrank.Ranker or by hand)"
+                )
+        return self.grad_hess(fields.labels, preds, fields.sizes, fields.weights, position=position)
+
+    def _rows(self, y_true, group):
+        labels = np.asarray(y_true)
+        if labels.ndim != 1:
+            raise ValueError(f"y_true must be one-dimensional, got shape {labels.shape}")
+        return labels, check_group(group, labels.shape[0])
+
+    def _click_state(self, labels, offsets, position):
+        if position is None and self.mode != "weighted_labels":
+            raise ValueError(
+                f"{self.factory}(propensity={'estimate' if self.mode == 'estimate' else '[...]'}) needs the "
+                "display position of every row and got none: build the lgb.Dataset with position=, pass "
+                "position= to gbrank.Ranker.fit or to grad_hess (LGBMRanker passes no positions to a "
+                "custom objective; for XGBoost the row order within a query is the position)"
+            )
+        key_pos = None if self.mode == "weighted_labels" else np.asarray(position)
+        with self._lock:
+            for cached_labels, cached_offsets, cached_pos, state in self._cache:
+                if (
+                    np.array_equal(cached_offsets, offsets)
+                    and np.array_equal(cached_labels, labels)
+                    and (key_pos is None or np.array_equal(cached_pos, key_pos))
+                ):
+                    return state
+        state = self._prepare_clicks(labels, offsets, key_pos)
+        self._bind(state)
+        with self._lock:
+            self._cache.insert(0, (labels.copy(), offsets, None if key_pos is None else key_pos.copy(), state))
+            del self._cache[4:]
+        return state
+
+    def _prepare_clicks(self, labels, offsets, position):
+        clicks = self._label_check(labels, offsets)
+        if self.mode == "weighted_labels":
+            return {"offsets": offsets, "clicks": clicks, "weight": clicks, "inverse": None, "shown": None}
+        known = self.propensity.size if self.mode == "known" else None
+        pos = check_positions(position, clicks, offsets, known)
+        state = {"offsets": offsets, "clicks": clicks, "position": pos, "shown": None}
+        if (pos == -1).any():
+            shown = pos >= 1
+            sizes = np.diff(offsets)
+            per_query = np.bincount(np.repeat(np.arange(sizes.size), sizes)[shown], minlength=sizes.size)
+            state.update(shown=np.flatnonzero(shown), shown_offsets=np.concatenate(([0], np.cumsum(per_query))))
+        if self.mode == "known":
+            theta = self.propensity
+        else:
+            n_positions = max(int(pos.max()), 1) if pos.size else 1
+            # the start: equal relevance within each query, i.e. the click-through rate of each
+            # position relative to its query's clicks
+            theta = estimate_propensity(np.zeros(clicks.shape[0]), clicks, pos, offsets, n_positions)
+            theta = np.maximum(np.where(np.isnan(theta), 1.0, theta), _MIN_PROPENSITY)
+            state["fit"] = _Fit(theta)
+        self._set_weights(state, theta)
+        return state
+
+    def _set_weights(self, state, theta):
+        """Per-row 1/theta (clipped; 0 for rows never shown) and the weighted clicks."""
+        pos = state["position"]
+        floor = theta if self.clip is None else np.maximum(theta, self.clip)
+        inverse = np.zeros(pos.shape[0])
+        seen = pos >= 1
+        inverse[seen] = 1.0 / floor[pos[seen] - 1]
+        state["inverse"] = inverse
+        state["weight"] = state["clicks"] * inverse
+
+    def _bind(self, state) -> None:
+        """Per-dataset work of the loss, kept in the state (default none)."""
+
+    # ----------------------------------------------------------------- joint estimation
+    def _update(self, state, scores):
+        """Advance the estimate of one training set by one boosting iteration."""
+        if self.mode != "estimate":
+            return
+        with self._lock:
+            fit = state["fit"]
+            if _scores_constant_per_query(scores, state["offsets"]):
+                # the engines start from a constant score: a new training starts afresh
+                fit.calls = 0
+                fit.theta = fit.initial.copy()
+                self._set_weights(state, fit.theta)
+            t = fit.calls
+            fit.calls += 1
+            if t >= self.warmup and (t - self.warmup) % self.update_every == 0:
+                theta = estimate_propensity(
+                    scores, state["clicks"], state["position"], state["offsets"], fit.theta.size
+                )
+                keep = np.isnan(theta)
+                theta[keep] = fit.theta[keep]
+                fit.theta = np.maximum(theta, _MIN_PROPENSITY)
+                self._set_weights(state, fit.theta)
+            self._fitted["propensity"] = fit.theta.copy()
+
+    # ----------------------------------------------------------------- kernels
+    def _kernel(self, state, scores, at, weight, inverse, offsets, grad, hess, want_loss):
+        raise NotImplementedError
+
+    def _run(self, state, scores, grad, hess, want_loss, at=None):
+        rows = state["shown"]
+        inverse = state["inverse"]
+        if rows is None:
+            return self._kernel(state, scores, at, state["weight"], inverse, state["offsets"], grad, hess, want_loss)
+        # rows never shown take no part: the loss runs over each query's shown rows
+        g = np.zeros(rows.size)
+        h = np.zeros(rows.size)
+        loss = self._kernel(state, scores[rows], None if at is None else at[rows], state["weight"][rows],
+                            inverse[rows], state["shown_offsets"], g, h, want_loss)
+        grad[rows] = g
+        hess[rows] = h
+        return loss
+
+    def _grad_hess(self, state, scores, grad, hess):
+        self._run(state, scores, grad, hess, False)
+
+    def _loss(self, state, scores):
+        n = scores.shape[0]
+        return self._run(state, scores, np.zeros(n), np.zeros(n), True)
+
+
+_CLICK_PARAMS = """propensity : "estimate", array-like or None, default="estimate"
+        ``"estimate"``: estimated from the clicks jointly with the model (exposed as
+        ``propensity_`` after training). An array: the known propensities
+        :math:`\\theta_1, \\theta_2, \\dots` of positions 1, 2, .... None: the labels are
+        already inverse-propensity weighted clicks :math:`c_i / \\rho_i` (for example the
+        policy-aware weights of a stochastic logging policy,
+        :meth:`gbrank.datasets.clicks.ClickLog.ips_weights`), or raw clicks for the naive loss;
+        positions are not read.
+    clip : float, optional
+        Smallest propensity a weight uses: a click at position :math:`p` counts
+        :math:`1/\\max(\\theta_p, \\mathrm{clip})`, so no click counts more than ``1/clip``.
+        Less variance, at the price of a bias towards the logging order at the positions
+        with :math:`\\theta_p < \\mathrm{clip}` (see :mod:`gbrank.objectives.propensity`).
+        In the scale of the propensities (relative to position 1 when estimated). None:
+        no clipping, the unbiased loss.
+    warmup : int, default=10
+        Boosting iterations on the starting estimate (each position's click rate within
+        its queries) before the first re-estimation from the scores (``"estimate"`` only).
+    update_every : int, default=5
+        Iterations between re-estimations (``"estimate"`` only)."""
+
+_CLICK_NOTES = """Positions are 1-based and -1 marks a row never shown (see
+    :mod:`gbrank.objectives.propensity` for where they are read from in each engine). The
+    estimate belongs to the training set: a call whose scores are constant within every
+    query (where the engines start) starts it afresh, so one objective trains twice alike;
+    continued training carries on from the estimate kept for that data. ``propensity_`` is
+    the estimate of the training set last updated."""
+
+
+def click_doc(func):
+    """Fill a click objective factory's docstring with the shared parameters and notes."""
+    func.__doc__ = func.__doc__.replace("{click_params}", _CLICK_PARAMS).replace("{click_notes}", _CLICK_NOTES)
+    return func
