@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 
 from .._threading import configure_threading
 from .._validation import check_scores
 from ..groups import check_group
-from ._ranking import TIES, TIES_AVERAGE
+from ._ranking import TIES, TIES_AVERAGE, TIES_PESSIMISTIC, kernel_options, low_keys_first
 
 # every metric module imports this one before its kernels can compile, and numba fixes its
 # threading layer at the first parallel compile
@@ -35,13 +36,18 @@ def check_inputs(y_true, y_pred, group) -> tuple[np.ndarray, np.ndarray, int]:
     return scores, offsets, n_rows
 
 
+def _finite(value, name: str, alternative: str = "") -> float:
+    """``value`` as a finite float; ``alternative`` names what else the setting accepts."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number{alternative}, got {value!r}")
+    number = float(value)
+    if not np.isfinite(number):
+        raise ValueError(f"{name} must be finite{alternative}, got {value!r}")
+    return number
+
+
 def check_threshold(relevance_threshold) -> float:
-    if isinstance(relevance_threshold, bool) or not isinstance(relevance_threshold, numbers.Real):
-        raise TypeError(f"relevance_threshold must be a number, got {relevance_threshold!r}")
-    value = float(relevance_threshold)
-    if not np.isfinite(value):
-        raise ValueError(f"relevance_threshold must be finite, got {relevance_threshold!r}")
-    return value
+    return _finite(relevance_threshold, "relevance_threshold")
 
 
 def check_k(k) -> int:
@@ -74,12 +80,7 @@ def check_no_relevant(no_relevant: NoRelevant) -> float:
         if no_relevant == "exclude":
             return np.nan
         raise ValueError(f"no_relevant must be a number or 'exclude', got {no_relevant!r}")
-    if isinstance(no_relevant, bool) or not isinstance(no_relevant, numbers.Real):
-        raise TypeError(f"no_relevant must be a number or 'exclude', got {no_relevant!r}")
-    value = float(no_relevant)
-    if not np.isfinite(value):
-        raise ValueError(f"no_relevant must be finite or 'exclude', got {no_relevant!r}")
-    return value
+    return _finite(no_relevant, "no_relevant", " or 'exclude'")
 
 
 def longest_group(offsets: np.ndarray) -> int:
@@ -110,3 +111,24 @@ def reduce_queries(values: np.ndarray, fill: float, per_query: bool):
         )
         return float("nan")
     return float(kept.mean())
+
+
+class Ranked(NamedTuple):
+    """What a metric kernel ranks: per-row values and scores (rows reordered for pessimistic
+    ties), the longest prefix evaluated, the longest group, and the kernel options."""
+
+    values: np.ndarray
+    scores: np.ndarray
+    kmax: int
+    longest: int
+    by_sort: bool | None
+    average: bool | None
+
+
+def ranked(values: np.ndarray, scores: np.ndarray, offsets: np.ndarray, k: int, tie_code: int):
+    """The kernel inputs for per-row ``values`` ranked by ``scores`` under a tie policy; the
+    pessimistic order puts lower values first within a tied block."""
+    if tie_code == TIES_PESSIMISTIC:
+        values, scores = low_keys_first(values, offsets, values, scores)
+    kmax = cutoff_length(offsets, k)
+    return Ranked(values, scores, kmax, longest_group(offsets), *kernel_options(tie_code, kmax))

@@ -13,36 +13,29 @@ from ._common import (
     check_no_relevant,
     check_threshold,
     check_ties,
-    cutoff_length,
-    longest_group,
+    ranked,
     reduce_queries,
 )
 from ._ranking import (
-    CHUNK,
-    TIES_AVERAGE,
-    TIES_INPUT,
-    TIES_PESSIMISTIC,
-    low_keys_first,
+    chunk_bounds,
+    chunk_count,
+    count_above,
+    cutoff,
     rank_top,
-    tie_block_end,
-    tied_with,
+    scratch,
+    tie_block,
 )
 
 __all__ = ["mean_reciprocal_rank", "mrr"]
 
 
 @njit(cache=True)
-def _rr_query(labels, scores, lo, hi, k, threshold, ties, fill, order, kept, cand):
-    n = hi - lo
-    kk = n if k == 0 or k > n else k
-    n_rel = 0
-    for i in range(lo, hi):
-        if labels[i] > threshold:
-            n_rel += 1
-    if n_rel == 0:
+def _rr_query(labels, scores, lo, hi, k, threshold, fill, buffers, by_sort, average):
+    kk = cutoff(k, lo, hi)
+    if count_above(labels, lo, hi, threshold) == 0:
         return fill
-    rank_top(scores, lo, hi, kk, order, kept, cand)
-    if ties != TIES_AVERAGE:
+    order = rank_top(scores, lo, hi, kk, buffers, by_sort)
+    if average is None:
         for r in range(kk):
             if labels[lo + order[r]] > threshold:
                 return 1.0 / (r + 1)
@@ -51,15 +44,7 @@ def _rr_query(labels, scores, lo, hi, k, threshold, ties, fill, order, kept, can
     # of them sits at block position t with P(t) = C(m - t, c - 1) / C(m, c).
     start = 0
     while start < kk:
-        end = tie_block_end(scores, lo, order, start, kk)
-        if end == kk and kk < n:
-            m, _, c = tied_with(scores, labels, lo, hi, scores[lo + order[start]], threshold)
-        else:
-            m = end - start
-            c = 0
-            for r in range(start, end):
-                if labels[lo + order[r]] > threshold:
-                    c += 1
+        end, m, _, c = tie_block(scores, labels, lo, hi, order, start, kk, threshold)
         if c > 0:
             last = min(m - c + 1, end - start)
             value = 0.0
@@ -74,26 +59,15 @@ def _rr_query(labels, scores, lo, hi, k, threshold, ties, fill, order, kept, can
 
 
 @njit(parallel=True, cache=True)
-def _rr_kernel(labels, scores, offsets, k, kmax, threshold, ties, fill, longest):
-    n_queries = offsets.size - 1
-    out = np.empty(n_queries, dtype=np.float64)
-    for chunk in prange((n_queries + CHUNK - 1) // CHUNK):
-        order = np.empty(kmax, dtype=np.int64)
-        cand = np.empty(longest, dtype=np.int64)
-        kept = np.empty(kmax, dtype=np.float64)
-        for q in range(chunk * CHUNK, min(n_queries, (chunk + 1) * CHUNK)):
+def _rr_kernel(labels, scores, kmax, longest, by_sort, average, offsets, k, threshold, fill):
+    out = np.empty(offsets.size - 1)
+    for chunk in prange(chunk_count(out.size)):
+        buffers = scratch(kmax, longest)
+        first, end = chunk_bounds(chunk, out.size)
+        for q in range(first, end):
+            lo, hi = offsets[q], offsets[q + 1]
             out[q] = _rr_query(
-                labels,
-                scores,
-                offsets[q],
-                offsets[q + 1],
-                k,
-                threshold,
-                ties,
-                fill,
-                order,
-                kept,
-                cand,
+                labels, scores, lo, hi, k, threshold, fill, buffers, by_sort, average
             )
     return out
 
@@ -161,13 +135,8 @@ def mean_reciprocal_rank(
     )
     scores, offsets, _ = check_inputs(y_true, y_pred, group)
     labels = check_labels(y_true, offsets=offsets)
-    kmax = cutoff_length(offsets, k)
-    if tie_code == TIES_PESSIMISTIC:
-        labels, scores = low_keys_first(labels, offsets, labels, scores)
-        tie_code = TIES_INPUT
-    values = _rr_kernel(
-        labels, scores, offsets, k, kmax, threshold, tie_code, fill, longest_group(offsets)
-    )
+    rows = ranked(labels, scores, offsets, k, tie_code)
+    values = _rr_kernel(*rows, offsets, k, threshold, fill)
     return reduce_queries(values, fill, per_query)
 
 
