@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import numbers
+import re
 import warnings
 from typing import NamedTuple
 
 import numpy as np
 
 from .._threading import configure_threading
-from .._validation import check_scores
+from .._validation import check_labels, check_scores
 from ..groups import check_group
 from ._ranking import TIES, TIES_AVERAGE, TIES_PESSIMISTIC, kernel_options, low_keys_first
 
@@ -18,6 +19,35 @@ from ._ranking import TIES, TIES_AVERAGE, TIES_PESSIMISTIC, kernel_options, low_
 configure_threading()
 
 NoRelevant = float | str
+
+
+# Parameter descriptions every metric shares, written once: ``%(name)s`` in a docstring
+# stands for the entry, indented as the placeholder is.
+_SHARED_DOC = {
+    "scores_group_k": """y_pred : array-like of shape (n_rows,)
+    Scores, finite; float32 is accepted.
+group : array-like of shape (n_queries,)
+    Group sizes.
+k : int or None, default=None
+    Cut-off; ``None`` evaluates the whole list.""",
+    "per_query_returns": """per_query : bool, default=False
+    Return the per-query values instead of their mean.
+
+Returns
+-------
+float or ndarray of shape (n_queries,)""",
+}
+
+
+def shared_doc(func):
+    """Fill the ``%(name)s`` placeholders of ``func``'s docstring from ``_SHARED_DOC``."""
+    for name, text in _SHARED_DOC.items():
+        placeholder = re.search(rf"^( *)%\({name}\)s$", func.__doc__, flags=re.M)
+        if placeholder:
+            indent = placeholder.group(1)
+            filled = "\n".join(indent + line if line else "" for line in text.splitlines())
+            func.__doc__ = func.__doc__.replace(placeholder.group(0), filled)
+    return func
 
 
 def check_inputs(y_true, y_pred, group) -> tuple[np.ndarray, np.ndarray, int]:
@@ -36,6 +66,13 @@ def check_inputs(y_true, y_pred, group) -> tuple[np.ndarray, np.ndarray, int]:
     return scores, offsets, n_rows
 
 
+def check_binary_inputs(y_true, y_pred, group) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Validated float64 labels and scores and int64 offsets of a binary measure (its labels
+    need only be finite and non-negative)."""
+    scores, offsets, _ = check_inputs(y_true, y_pred, group)
+    return check_labels(y_true, offsets=offsets), scores, offsets
+
+
 def _finite(value, name: str, alternative: str = "") -> float:
     """``value`` as a finite float; ``alternative`` names what else the setting accepts."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -46,8 +83,14 @@ def _finite(value, name: str, alternative: str = "") -> float:
     return number
 
 
-def check_threshold(relevance_threshold) -> float:
-    return _finite(relevance_threshold, "relevance_threshold")
+def check_binary(k, ties: str, no_relevant: NoRelevant, relevance_threshold) -> tuple:
+    """The settings every binary measure takes: ``(k, tie code, fill, threshold)``."""
+    return (
+        check_k(k),
+        check_ties(ties),
+        check_no_relevant(no_relevant),
+        _finite(relevance_threshold, "relevance_threshold"),
+    )
 
 
 def check_k(k) -> int:

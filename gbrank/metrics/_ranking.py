@@ -68,17 +68,6 @@ def kernel_options(tie_code: int, kmax: int) -> tuple[bool | None, bool | None]:
 
 
 @njit(cache=True, inline="always")
-def scratch(kmax, longest):
-    """One chunk's buffers for :func:`rank_top` and :func:`top_values`: the ranks, the kept
-    values, the candidates."""
-    return (
-        np.empty(kmax, dtype=np.int64),
-        np.empty(kmax, dtype=np.float64),
-        np.empty(longest, dtype=np.int64),
-    )
-
-
-@njit(cache=True, inline="always")
 def chunk_count(n_queries):
     return (n_queries + CHUNK - 1) // CHUNK
 
@@ -87,6 +76,17 @@ def chunk_count(n_queries):
 def chunk_bounds(chunk, n_queries):
     """First and end (exclusive) query of a chunk."""
     return chunk * CHUNK, min(n_queries, (chunk + 1) * CHUNK)
+
+
+@njit(cache=True, inline="always")
+def scratch(kmax, longest):
+    """One chunk's buffers for :func:`rank_top` and :func:`top_values`: the ranks, the kept
+    values, the candidates."""
+    return (
+        np.empty(kmax, dtype=np.int64),
+        np.empty(kmax, dtype=np.float64),
+        np.empty(longest, dtype=np.int64),
+    )
 
 
 @njit(cache=True, inline="always")

@@ -5,26 +5,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .._validation import check_labels
-from ._common import (
-    NoRelevant,
-    check_inputs,
-    check_k,
-    check_no_relevant,
-    check_threshold,
-    check_ties,
-    ranked,
-    reduce_queries,
-)
-from ._ranking import (
-    chunk_bounds,
-    chunk_count,
-    count_above,
-    cutoff,
-    rank_top,
-    scratch,
-    tie_block,
-)
+from ._common import NoRelevant, check_binary, check_binary_inputs
+from ._common import ranked, reduce_queries, shared_doc
+from ._ranking import chunk_bounds, chunk_count, count_above, cutoff, rank_top, scratch, tie_block
 
 __all__ = ["mean_average_precision"]
 
@@ -83,14 +66,12 @@ def _check_options(
     if denominator not in DENOMINATORS:
         raise ValueError(f"denominator must be 'min_rk' or 'R', got {denominator!r}")
     return (
-        check_k(k),
-        check_ties(ties),
-        check_no_relevant(no_relevant),
-        check_threshold(relevance_threshold),
+        *check_binary(k, ties, no_relevant, relevance_threshold),
         DENOMINATORS[denominator] == 1,
     )
 
 
+@shared_doc
 def mean_average_precision(
     y_true,
     y_pred,
@@ -121,12 +102,7 @@ def mean_average_precision(
     ----------
     y_true : array-like of shape (n_rows,)
         Labels, finite and non-negative (graded labels are fine: only the threshold matters).
-    y_pred : array-like of shape (n_rows,)
-        Scores, finite; float32 is accepted.
-    group : array-like of shape (n_queries,)
-        Group sizes.
-    k : int or None, default=None
-        Cut-off; ``None`` evaluates the whole list.
+    %(scores_group_k)s
     ties : {"input", "pessimistic", "average"}, default="input"
         ``"input"``: stable, input row order (LightGBM, XGBoost). ``"pessimistic"``: lower
         labels first within a tied block, so relevant documents go last. ``"average"``: the
@@ -141,12 +117,7 @@ def mean_average_precision(
     relevance_threshold : float, default=0.0
         Relevant means ``label > relevance_threshold``. LightGBM tests ``label > 0.5``, which
         is the same for integer labels.
-    per_query : bool, default=False
-        Return the per-query values instead of their mean.
-
-    Returns
-    -------
-    float or ndarray of shape (n_queries,)
+    %(per_query_returns)s
     """
     k, tie_code, fill, threshold, by_r = _check_options(
         k,
@@ -155,8 +126,7 @@ def mean_average_precision(
         denominator=denominator,
         relevance_threshold=relevance_threshold,
     )
-    scores, offsets, _ = check_inputs(y_true, y_pred, group)
-    labels = check_labels(y_true, offsets=offsets)
+    labels, scores, offsets = check_binary_inputs(y_true, y_pred, group)
     rows = ranked(labels, scores, offsets, k, tie_code)
     values = _ap_kernel(*rows, offsets, k, threshold, by_r, fill)
     return reduce_queries(values, fill, per_query)

@@ -9,15 +9,8 @@ from numba import njit, prange
 
 from .._validation import check_labels
 from ..gains import EXP2_MAX_LABEL
-from ._common import (
-    NoRelevant,
-    check_inputs,
-    check_k,
-    check_no_relevant,
-    check_ties,
-    ranked,
-    reduce_queries,
-)
+from ._common import NoRelevant, check_inputs, check_k, check_no_relevant
+from ._common import check_ties, ranked, reduce_queries, shared_doc
 from ._ranking import chunk_bounds, chunk_count, count_above, cutoff, rank_top, scratch
 
 __all__ = ["err"]
@@ -66,6 +59,7 @@ def _check_options(k, *, max_label=None, ties="input", no_relevant=1.0):
     )
 
 
+@shared_doc
 def err(
     y_true,
     y_pred,
@@ -91,12 +85,7 @@ def err(
     ----------
     y_true : array-like of shape (n_rows,)
         Integer labels in ``0 .. max_label``.
-    y_pred : array-like of shape (n_rows,)
-        Scores, finite; float32 is accepted.
-    group : array-like of shape (n_queries,)
-        Group sizes.
-    k : int or None, default=None
-        Cut-off; ``None`` evaluates the whole list.
+    %(scores_group_k)s
     max_label : int or None, default=None
         :math:`l_{\max}`, the grade of a perfect document (4 on MSLR and Yahoo!). ``None`` takes
         the largest label in ``y_true``, which makes values from data sets with different
@@ -114,12 +103,7 @@ def err(
         (LightGBM's convention for its ranking metrics), ``0.0``, or ``"exclude"`` (left out
         of the mean; NaN with ``per_query=True``; a mean over no query is NaN with a
         ``RuntimeWarning``).
-    per_query : bool, default=False
-        Return the per-query values instead of their mean.
-
-    Returns
-    -------
-    float or ndarray of shape (n_queries,)
+    %(per_query_returns)s
     """
     k, tie_code, fill, max_label = _check_options(
         k, max_label=max_label, ties=ties, no_relevant=no_relevant

@@ -6,24 +6,9 @@ import numpy as np
 from numba import njit, prange
 
 from ..gains import Discount, Gain, discount_values, gain_values
-from ._common import (
-    NoRelevant,
-    check_inputs,
-    check_k,
-    check_no_relevant,
-    check_ties,
-    ranked,
-    reduce_queries,
-)
-from ._ranking import (
-    chunk_bounds,
-    chunk_count,
-    cutoff,
-    rank_top,
-    scratch,
-    tie_block,
-    top_values,
-)
+from ._common import NoRelevant, check_inputs, check_k
+from ._common import check_no_relevant, check_ties, ranked, reduce_queries
+from ._ranking import chunk_bounds, chunk_count, cutoff, rank_top, scratch, tie_block, top_values
 
 __all__ = ["ndcg"]
 

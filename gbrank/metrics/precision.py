@@ -5,26 +5,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .._validation import check_labels
-from ._common import (
-    NoRelevant,
-    check_inputs,
-    check_k,
-    check_no_relevant,
-    check_threshold,
-    check_ties,
-    ranked,
-    reduce_queries,
-)
-from ._ranking import (
-    chunk_bounds,
-    chunk_count,
-    count_above,
-    cutoff,
-    rank_top,
-    scratch,
-    tie_block,
-)
+from ._common import NoRelevant, check_binary, check_binary_inputs
+from ._common import ranked, reduce_queries, shared_doc
+from ._ranking import chunk_bounds, chunk_count, count_above, cutoff, rank_top, scratch, tie_block
 
 __all__ = ["precision_at_k"]
 
@@ -77,14 +60,12 @@ def _check_options(k, *, ties="input", no_relevant=1.0, relevance_threshold=0.0,
     if divide_by not in DIVIDE_BY:
         raise ValueError(f"divide_by must be 'k' or 'min_kn', got {divide_by!r}")
     return (
-        check_k(k),
-        check_ties(ties),
-        check_no_relevant(no_relevant),
-        check_threshold(relevance_threshold),
+        *check_binary(k, ties, no_relevant, relevance_threshold),
         DIVIDE_BY[divide_by] == 1,
     )
 
 
+@shared_doc
 def precision_at_k(
     y_true,
     y_pred,
@@ -112,12 +93,7 @@ def precision_at_k(
     ----------
     y_true : array-like of shape (n_rows,)
         Labels, finite and non-negative.
-    y_pred : array-like of shape (n_rows,)
-        Scores, finite; float32 is accepted.
-    group : array-like of shape (n_queries,)
-        Group sizes.
-    k : int or None, default=None
-        Cut-off; ``None`` evaluates the whole list.
+    %(scores_group_k)s
     ties : {"input", "pessimistic", "average"}, default="input"
         ``"input"``: stable, input row order. ``"pessimistic"``: lower labels first within a
         tied block. ``"average"``: exact expectation over the orders of every tied block (a
@@ -131,12 +107,7 @@ def precision_at_k(
         Relevant means ``label > relevance_threshold``.
     divide_by : {"k", "min_kn"}, default="k"
         See the formula.
-    per_query : bool, default=False
-        Return the per-query values instead of their mean.
-
-    Returns
-    -------
-    float or ndarray of shape (n_queries,)
+    %(per_query_returns)s
     """
     k, tie_code, fill, threshold, shrink = _check_options(
         k,
@@ -145,8 +116,7 @@ def precision_at_k(
         relevance_threshold=relevance_threshold,
         divide_by=divide_by,
     )
-    scores, offsets, _ = check_inputs(y_true, y_pred, group)
-    labels = check_labels(y_true, offsets=offsets)
+    labels, scores, offsets = check_binary_inputs(y_true, y_pred, group)
     rows = ranked(labels, scores, offsets, k, tie_code)
     values = _precision_kernel(*rows, offsets, k, threshold, shrink, fill)
     return reduce_queries(values, fill, per_query)

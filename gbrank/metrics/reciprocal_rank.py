@@ -5,26 +5,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .._validation import check_labels
-from ._common import (
-    NoRelevant,
-    check_inputs,
-    check_k,
-    check_no_relevant,
-    check_threshold,
-    check_ties,
-    ranked,
-    reduce_queries,
-)
-from ._ranking import (
-    chunk_bounds,
-    chunk_count,
-    count_above,
-    cutoff,
-    rank_top,
-    scratch,
-    tie_block,
-)
+from ._common import NoRelevant, check_binary, check_binary_inputs
+from ._common import ranked, reduce_queries, shared_doc
+from ._ranking import chunk_bounds, chunk_count, count_above, cutoff, rank_top, scratch, tie_block
 
 __all__ = ["mean_reciprocal_rank", "mrr"]
 
@@ -74,14 +57,10 @@ def _rr_kernel(labels, scores, kmax, longest, by_sort, average, offsets, k, thre
 
 def _check_options(k, *, ties="input", no_relevant=1.0, relevance_threshold=0.0):
     """Fail on a bad setting before any data is read."""
-    return (
-        check_k(k),
-        check_ties(ties),
-        check_no_relevant(no_relevant),
-        check_threshold(relevance_threshold),
-    )
+    return check_binary(k, ties, no_relevant, relevance_threshold)
 
 
+@shared_doc
 def mean_reciprocal_rank(
     y_true,
     y_pred,
@@ -108,12 +87,7 @@ def mean_reciprocal_rank(
     ----------
     y_true : array-like of shape (n_rows,)
         Labels, finite and non-negative.
-    y_pred : array-like of shape (n_rows,)
-        Scores, finite; float32 is accepted.
-    group : array-like of shape (n_queries,)
-        Group sizes.
-    k : int or None, default=None
-        Cut-off; ``None`` evaluates the whole list.
+    %(scores_group_k)s
     ties : {"input", "pessimistic", "average"}, default="input"
         ``"input"``: stable, input row order. ``"pessimistic"``: lower labels first within a
         tied block. ``"average"``: the exact expectation over all orders of every tied block.
@@ -123,18 +97,12 @@ def mean_reciprocal_rank(
         with ``per_query=True``; a mean over no query is NaN with a ``RuntimeWarning``).
     relevance_threshold : float, default=0.0
         Relevant means ``label > relevance_threshold``.
-    per_query : bool, default=False
-        Return the per-query values instead of their mean.
-
-    Returns
-    -------
-    float or ndarray of shape (n_queries,)
+    %(per_query_returns)s
     """
     k, tie_code, fill, threshold = _check_options(
         k, ties=ties, no_relevant=no_relevant, relevance_threshold=relevance_threshold
     )
-    scores, offsets, _ = check_inputs(y_true, y_pred, group)
-    labels = check_labels(y_true, offsets=offsets)
+    labels, scores, offsets = check_binary_inputs(y_true, y_pred, group)
     rows = ranked(labels, scores, offsets, k, tie_code)
     values = _rr_kernel(*rows, offsets, k, threshold, fill)
     return reduce_queries(values, fill, per_query)
