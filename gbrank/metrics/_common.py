@@ -93,6 +93,14 @@ def check_binary(k, ties: str, no_relevant: NoRelevant, relevance_threshold) -> 
     )
 
 
+def check_choice(value, choices: dict, name: str):
+    """``choices[value]``, or a ValueError naming the valid settings."""
+    if value not in choices:
+        valid = " or ".join(repr(choice) for choice in choices)
+        raise ValueError(f"{name} must be {valid}, got {value!r}")
+    return choices[value]
+
+
 def check_k(k) -> int:
     """Cut-off as an int; 0 stands for "the whole list" (``k=None``)."""
     if k is None:

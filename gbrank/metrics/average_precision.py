@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._common import NoRelevant, check_binary, check_binary_inputs
+from ._common import NoRelevant, check_binary, check_binary_inputs, check_choice
 from ._common import ranked, reduce_queries, shared_doc
 from ._ranking import chunk_bounds, chunk_count, count_above, cutoff, rank_top, scratch, tie_block
 
@@ -50,8 +50,7 @@ def _ap_kernel(labels, scores, kmax, longest, by_sort, average, offsets, k, thre
     out = np.empty(offsets.size - 1)
     for chunk in prange(chunk_count(out.size)):
         buffers = scratch(kmax, longest)
-        first, end = chunk_bounds(chunk, out.size)
-        for q in range(first, end):
+        for q in range(*chunk_bounds(chunk, out.size)):
             lo, hi = offsets[q], offsets[q + 1]
             out[q] = _ap_query(
                 labels, scores, lo, hi, k, threshold, by_r, fill, buffers, by_sort, average
@@ -63,12 +62,8 @@ def _check_options(
     k, *, ties="input", no_relevant=1.0, denominator="min_rk", relevance_threshold=0.0
 ):
     """Fail on a bad setting before any data is read."""
-    if denominator not in DENOMINATORS:
-        raise ValueError(f"denominator must be 'min_rk' or 'R', got {denominator!r}")
-    return (
-        *check_binary(k, ties, no_relevant, relevance_threshold),
-        DENOMINATORS[denominator] == 1,
-    )
+    by_r = check_choice(denominator, DENOMINATORS, "denominator") == 1
+    return (*check_binary(k, ties, no_relevant, relevance_threshold), by_r)
 
 
 @shared_doc

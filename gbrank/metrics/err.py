@@ -36,8 +36,7 @@ def _err_kernel(stop, scores, kmax, longest, by_sort, offsets, k, fill):
     out = np.empty(offsets.size - 1)
     for chunk in prange(chunk_count(out.size)):
         buffers = scratch(kmax, longest)
-        first, end = chunk_bounds(chunk, out.size)
-        for q in range(first, end):
+        for q in range(*chunk_bounds(chunk, out.size)):
             lo, hi = offsets[q], offsets[q + 1]
             out[q] = _err_query(stop, scores, lo, hi, k, fill, buffers, by_sort)
     return out

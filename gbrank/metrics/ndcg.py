@@ -41,12 +41,11 @@ def _ndcg_query(gains, scores, lo, hi, k, disc, fill, buffers, by_sort, average)
 
 
 @njit(parallel=True, cache=True)
-def _ndcg_kernel(gains, scores, kmax, longest, by_sort, average, offsets, k, disc, fill):
+def _ndcg_kernel(gains, scores, longest, by_sort, average, offsets, k, disc, fill):
     out = np.empty(offsets.size - 1)
     for chunk in prange(chunk_count(out.size)):
-        buffers = scratch(kmax, longest)
-        first, end = chunk_bounds(chunk, out.size)
-        for q in range(first, end):
+        buffers = scratch(disc.size, longest)
+        for q in range(*chunk_bounds(chunk, out.size)):
             lo, hi = offsets[q], offsets[q + 1]
             out[q] = _ndcg_query(gains, scores, lo, hi, k, disc, fill, buffers, by_sort, average)
     return out
@@ -135,7 +134,7 @@ def ndcg(
     )
     scores, offsets, _ = check_inputs(y_true, y_pred, group)
     gains = gain_values(y_true, gain, offsets=offsets)
-    rows = ranked(gains, scores, offsets, k, tie_code)
-    disc = discount_values(rows.kmax, discount)
-    values = _ndcg_kernel(*rows, offsets, k, disc, fill)
+    gains, scores, kmax, longest, by_sort, average = ranked(gains, scores, offsets, k, tie_code)
+    disc = discount_values(kmax, discount)
+    values = _ndcg_kernel(gains, scores, longest, by_sort, average, offsets, k, disc, fill)
     return reduce_queries(values, fill, per_query)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._common import NoRelevant, check_binary, check_binary_inputs
+from ._common import NoRelevant, check_binary, check_binary_inputs, check_choice
 from ._common import ranked, reduce_queries, shared_doc
 from ._ranking import chunk_bounds, chunk_count, count_above, cutoff, rank_top, scratch, tie_block
 
@@ -46,8 +46,7 @@ def _precision_kernel(
     out = np.empty(offsets.size - 1)
     for chunk in prange(chunk_count(out.size)):
         buffers = scratch(kmax, longest)
-        first, end = chunk_bounds(chunk, out.size)
-        for q in range(first, end):
+        for q in range(*chunk_bounds(chunk, out.size)):
             lo, hi = offsets[q], offsets[q + 1]
             out[q] = _precision_query(
                 labels, scores, lo, hi, k, threshold, shrink, fill, buffers, by_sort, average
@@ -57,12 +56,8 @@ def _precision_kernel(
 
 def _check_options(k, *, ties="input", no_relevant=1.0, relevance_threshold=0.0, divide_by="k"):
     """Fail on a bad setting before any data is read."""
-    if divide_by not in DIVIDE_BY:
-        raise ValueError(f"divide_by must be 'k' or 'min_kn', got {divide_by!r}")
-    return (
-        *check_binary(k, ties, no_relevant, relevance_threshold),
-        DIVIDE_BY[divide_by] == 1,
-    )
+    shrink = check_choice(divide_by, DIVIDE_BY, "divide_by") == 1
+    return (*check_binary(k, ties, no_relevant, relevance_threshold), shrink)
 
 
 @shared_doc

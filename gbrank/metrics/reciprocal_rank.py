@@ -46,8 +46,7 @@ def _rr_kernel(labels, scores, kmax, longest, by_sort, average, offsets, k, thre
     out = np.empty(offsets.size - 1)
     for chunk in prange(chunk_count(out.size)):
         buffers = scratch(kmax, longest)
-        first, end = chunk_bounds(chunk, out.size)
-        for q in range(first, end):
+        for q in range(*chunk_bounds(chunk, out.size)):
             lo, hi = offsets[q], offsets[q + 1]
             out[q] = _rr_query(
                 labels, scores, lo, hi, k, threshold, fill, buffers, by_sort, average
