@@ -545,6 +545,9 @@ def test_importing_compiles_nothing():
 # ---------------------------------------------------------------------------------------
 # Bad input: a clear error naming the problem.
 
+# labels, scores and group sizes of one valid query, for the checks of bad settings
+TWO_DOCS = ([1, 0], [1.0, 2.0], [2])
+
 
 @pytest.mark.parametrize(
     "call,error,match",
@@ -618,36 +621,16 @@ def test_importing_compiles_nothing():
         (lambda: ndcg([1, 0], [1.0, 2.0], [2], ties="random"), ValueError, "ties must be"),
         (lambda: ndcg([1, 0], [1.0, 2.0], [2], gain="log"), ValueError, "gain must be"),
         (lambda: ndcg([1, 0], [1.0, 2.0], [2], discount=-1.0), ValueError, "beta > 0"),
+        (lambda: ndcg(*TWO_DOCS, no_relevant="skip"), ValueError, "no_relevant must be"),
+        (lambda: ndcg(*TWO_DOCS, no_relevant=np.nan), ValueError, "no_relevant must be finite"),
+        (lambda: mean_average_precision(*TWO_DOCS, denominator="k"), ValueError, "denominator"),
+        (lambda: precision_at_k(*TWO_DOCS, divide_by="n"), ValueError, "divide_by must be"),
         (
-            lambda: ndcg([1, 0], [1.0, 2.0], [2], no_relevant="skip"),
-            ValueError,
-            "no_relevant must be",
-        ),
-        (
-            lambda: ndcg([1, 0], [1.0, 2.0], [2], no_relevant=np.nan),
-            ValueError,
-            "no_relevant must be finite",
-        ),
-        (
-            lambda: mean_average_precision([1, 0], [1.0, 2.0], [2], denominator="k"),
-            ValueError,
-            "denominator must be",
-        ),
-        (
-            lambda: precision_at_k([1, 0], [1.0, 2.0], [2], divide_by="n"),
-            ValueError,
-            "divide_by must be",
-        ),
-        (
-            lambda: mrr([1, 0], [1.0, 2.0], [2], relevance_threshold=np.nan),
+            lambda: mrr(*TWO_DOCS, relevance_threshold=np.nan),
             ValueError,
             "relevance_threshold must be finite",
         ),
-        (
-            lambda: err([1, 0], [1.0, 2.0], [2], max_label=40),
-            ValueError,
-            r"max_label must be in 0 \.\. 31",
-        ),
+        (lambda: err(*TWO_DOCS, max_label=40), ValueError, r"max_label must be in 0 \.\. 31"),
         (lambda: ndcg(["a", "b"], [1.0, 2.0], [2]), TypeError, "y_true must be numeric"),
         (lambda: ndcg([1, 0], ["a", "b"], [2]), TypeError, "y_pred must be numeric"),
     ],

@@ -298,28 +298,39 @@ def test_xgboost_pre_at_k_convention(synthetic_data):
     assert shrink > precision_at_k(yv, preds, gv, 10, no_relevant=0.0)
 
 
-def test_xgboost_early_stopping_callback_maximizes(synthetic_data):
-    xgb = pytest.importorskip("xgboost")
+def _train_xgboost(synthetic_data, **kwargs):
+    """100 rounds of XGBoost's pairwise objective, evaluated on the validation set; returns
+    the booster and the evaluation history."""
+    import xgboost as xgb
+
     (Xt, yt, gt), (Xv, yv, gv) = synthetic_data
+    history = {}
+    params = {
+        "objective": "rank:pairwise",
+        "eta": 1.0,
+        "max_depth": 6,
+        "nthread": 2,
+        "disable_default_eval_metric": 1,
+    }
+    booster = xgb.train(
+        params,
+        xgb.DMatrix(Xt, yt, group=gt),
+        num_boost_round=100,
+        evals=[(xgb.DMatrix(Xv, yv, group=gv), "valid")],
+        evals_result=history,
+        **kwargs,
+    )
+    return booster, history
+
+
+def test_xgboost_early_stopping_callback_maximizes(synthetic_data):
+    pytest.importorskip("xgboost")
     # gbrank's rule: the first metric of the list on the last eval set
     metrics = make_metrics(["ndcg@3", "map@3"])
     callback = metrics.xgboost_early_stopping(3)
     assert callback.maximize is True and callback.metric_name == "gbrank-ndcg@3"
-    history = {}
-    booster = xgb.train(
-        {
-            "objective": "rank:pairwise",
-            "eta": 1.0,
-            "max_depth": 6,
-            "nthread": 2,
-            "disable_default_eval_metric": 1,
-        },
-        xgb.DMatrix(Xt, yt, group=gt),
-        num_boost_round=100,
-        evals=[(xgb.DMatrix(Xv, yv, group=gv), "valid")],
-        custom_metric=metrics.xgboost,
-        evals_result=history,
-        callbacks=[callback],
+    booster, history = _train_xgboost(
+        synthetic_data, custom_metric=metrics.xgboost, callbacks=[callback]
     )
     curve = history["valid"]["gbrank-ndcg@3"]
     assert np.ptp(curve) > 0
@@ -329,22 +340,10 @@ def test_xgboost_early_stopping_callback_maximizes(synthetic_data):
 
 def test_xgboost_maximize_flag_works_with_the_names(synthetic_data):
     """The alternative to the callback: xgb.train(..., maximize=True)."""
-    xgb = pytest.importorskip("xgboost")
-    (Xt, yt, gt), (Xv, yv, gv) = synthetic_data
-    history = {}
-    booster = xgb.train(
-        {
-            "objective": "rank:pairwise",
-            "eta": 1.0,
-            "max_depth": 6,
-            "nthread": 2,
-            "disable_default_eval_metric": 1,
-        },
-        xgb.DMatrix(Xt, yt, group=gt),
-        num_boost_round=100,
-        evals=[(xgb.DMatrix(Xv, yv, group=gv), "valid")],
+    pytest.importorskip("xgboost")
+    booster, history = _train_xgboost(
+        synthetic_data,
         custom_metric=xgboost_metric(["mrr", "err@5"]),
-        evals_result=history,
         early_stopping_rounds=3,
         maximize=True,
     )

@@ -3,20 +3,51 @@
 from __future__ import annotations
 
 import numbers
+import re
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 
 from .._threading import configure_threading
-from .._validation import check_scores
+from .._validation import check_labels, check_scores
 from ..groups import check_group
-from ._ranking import TIES, TIES_AVERAGE
+from ._ranking import TIES, TIES_AVERAGE, TIES_PESSIMISTIC, kernel_options, low_keys_first
 
 # every metric module imports this one before its kernels can compile, and numba fixes its
 # threading layer at the first parallel compile
 configure_threading()
 
 NoRelevant = float | str
+
+
+# Parameter descriptions every metric shares, written once: ``%(name)s`` in a docstring
+# stands for the entry, indented as the placeholder is.
+_SHARED_DOC = {
+    "scores_group_k": """y_pred : array-like of shape (n_rows,)
+    Scores, finite; float32 is accepted.
+group : array-like of shape (n_queries,)
+    Group sizes.
+k : int or None, default=None
+    Cut-off; ``None`` evaluates the whole list.""",
+    "per_query_returns": """per_query : bool, default=False
+    Return the per-query values instead of their mean.
+
+Returns
+-------
+float or ndarray of shape (n_queries,)""",
+}
+
+
+def shared_doc(func):
+    """Fill the ``%(name)s`` placeholders of ``func``'s docstring from ``_SHARED_DOC``."""
+    for name, text in _SHARED_DOC.items():
+        placeholder = re.search(rf"^( *)%\({name}\)s$", func.__doc__, flags=re.M)
+        if placeholder:
+            indent = placeholder.group(1)
+            filled = "\n".join(indent + line if line else "" for line in text.splitlines())
+            func.__doc__ = func.__doc__.replace(placeholder.group(0), filled)
+    return func
 
 
 def check_inputs(y_true, y_pred, group) -> tuple[np.ndarray, np.ndarray, int]:
@@ -35,13 +66,39 @@ def check_inputs(y_true, y_pred, group) -> tuple[np.ndarray, np.ndarray, int]:
     return scores, offsets, n_rows
 
 
-def check_threshold(relevance_threshold) -> float:
-    if isinstance(relevance_threshold, bool) or not isinstance(relevance_threshold, numbers.Real):
-        raise TypeError(f"relevance_threshold must be a number, got {relevance_threshold!r}")
-    value = float(relevance_threshold)
-    if not np.isfinite(value):
-        raise ValueError(f"relevance_threshold must be finite, got {relevance_threshold!r}")
-    return value
+def check_binary_inputs(y_true, y_pred, group) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Validated float64 labels and scores and int64 offsets of a binary measure (its labels
+    need only be finite and non-negative)."""
+    scores, offsets, _ = check_inputs(y_true, y_pred, group)
+    return check_labels(y_true, offsets=offsets), scores, offsets
+
+
+def _finite(value, name: str, alternative: str = "") -> float:
+    """``value`` as a finite float; ``alternative`` names what else the setting accepts."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number{alternative}, got {value!r}")
+    number = float(value)
+    if not np.isfinite(number):
+        raise ValueError(f"{name} must be finite{alternative}, got {value!r}")
+    return number
+
+
+def check_binary(k, ties: str, no_relevant: NoRelevant, relevance_threshold) -> tuple:
+    """The settings every binary measure takes: ``(k, tie code, fill, threshold)``."""
+    return (
+        check_k(k),
+        check_ties(ties),
+        check_no_relevant(no_relevant),
+        _finite(relevance_threshold, "relevance_threshold"),
+    )
+
+
+def check_choice(value, choices: dict, name: str):
+    """``choices[value]``, or a ValueError naming the valid settings."""
+    if value not in choices:
+        valid = " or ".join(repr(choice) for choice in choices)
+        raise ValueError(f"{name} must be {valid}, got {value!r}")
+    return choices[value]
 
 
 def check_k(k) -> int:
@@ -74,12 +131,7 @@ def check_no_relevant(no_relevant: NoRelevant) -> float:
         if no_relevant == "exclude":
             return np.nan
         raise ValueError(f"no_relevant must be a number or 'exclude', got {no_relevant!r}")
-    if isinstance(no_relevant, bool) or not isinstance(no_relevant, numbers.Real):
-        raise TypeError(f"no_relevant must be a number or 'exclude', got {no_relevant!r}")
-    value = float(no_relevant)
-    if not np.isfinite(value):
-        raise ValueError(f"no_relevant must be finite or 'exclude', got {no_relevant!r}")
-    return value
+    return _finite(no_relevant, "no_relevant", " or 'exclude'")
 
 
 def longest_group(offsets: np.ndarray) -> int:
@@ -110,3 +162,24 @@ def reduce_queries(values: np.ndarray, fill: float, per_query: bool):
         )
         return float("nan")
     return float(kept.mean())
+
+
+class Ranked(NamedTuple):
+    """What a metric kernel ranks: per-row values and scores (rows reordered for pessimistic
+    ties), the longest prefix evaluated, the longest group, and the kernel options."""
+
+    values: np.ndarray
+    scores: np.ndarray
+    kmax: int
+    longest: int
+    by_sort: bool | None
+    average: bool | None
+
+
+def ranked(values: np.ndarray, scores: np.ndarray, offsets: np.ndarray, k: int, tie_code: int):
+    """The kernel inputs for per-row ``values`` ranked by ``scores`` under a tie policy; the
+    pessimistic order puts lower values first within a tied block."""
+    if tie_code == TIES_PESSIMISTIC:
+        values, scores = low_keys_first(values, offsets, values, scores)
+    kmax = cutoff_length(offsets, k)
+    return Ranked(values, scores, kmax, longest_group(offsets), *kernel_options(tie_code, kmax))

@@ -1,8 +1,8 @@
 """Order each query's documents by score under a tie policy (numba helpers).
 
 Every metric kernel ranks the rows ``lo .. hi - 1`` of one query by descending score and reads
-the labels of the first ``kk`` ranks. For a small cut-off the ``kk`` best rows are found
-without sorting:
+the values (gains, relevance, stop probabilities) of the first ``kk`` ranks. For a small
+cut-off the ``kk`` best rows are found without sorting:
 
 1. a lower bound of the ``kk``-th largest score: split the query into ``kk`` disjoint runs
    of rows; the smallest of the ``kk`` run maxima is at most the ``kk``-th largest score,
@@ -14,8 +14,15 @@ without sorting:
 
 Rows left out in step 2 score below the ``kk``-th largest and could never be kept, so the
 result is that of a stable sort. The cost is linear in the list length, with few
-mispredicted branches, and allocates nothing. Cut-offs above ``INSERTION_MAX`` fall back to
-a stable merge sort of the whole list (:func:`gbrank._sort.order_desc`).
+mispredicted branches, and allocates nothing. Cut-offs above ``INSERTION_MAX`` use a stable
+merge sort of the whole list (:func:`gbrank._sort.order_desc`) instead.
+
+Compiling is most of the cost of a metric's first call, so each kernel is compiled only with
+the code its call needs. Two arguments select it by their numba type, which the compiler
+resolves before it compiles anything: ``by_sort`` is None for the insertion path and True
+for the sort, ``average`` is None unless tied blocks are averaged (:func:`kernel_options`
+sets both). A plain integer flag would compile both branches into every kernel, and
+``numba.literally`` costs milliseconds per call.
 
 Kernels run queries in chunks of ``CHUNK`` so that the scratch buffers are allocated once per
 chunk rather than once per query.
@@ -31,7 +38,7 @@ Tie policies (integer codes, so that the kernels stay free of strings):
     rows by key, and the kernel ranks them in input order.
 ``TIES_AVERAGE``
     The expected value over all orders of each tied block. Kernels ask for the stable order
-    and walk the tied blocks with :func:`tie_block_end` and :func:`tied_with`.
+    and walk the tied blocks with :func:`tie_block`.
 """
 
 from __future__ import annotations
@@ -50,8 +57,52 @@ TIES = {"input": TIES_INPUT, "pessimistic": TIES_PESSIMISTIC, "average": TIES_AV
 CHUNK = 64
 # Insertion costs up to kk moves per admitted row; past this cut-off a sort is cheaper.
 INSERTION_MAX = 32
-# Distinct values top_values_desc looks for by plain passes before it falls back to insertion.
+# Distinct values top_values looks for by plain passes before it falls back to insertion.
 LEVELS = 3
+
+
+def kernel_options(tie_code: int, kmax: int) -> tuple[bool | None, bool | None]:
+    """The kernels' ``by_sort`` and ``average`` arguments for a tie policy and the longest
+    prefix evaluated (see the module docstring)."""
+    return (True if kmax > INSERTION_MAX else None, True if tie_code == TIES_AVERAGE else None)
+
+
+@njit(cache=True, inline="always")
+def chunk_count(n_queries):
+    return (n_queries + CHUNK - 1) // CHUNK
+
+
+@njit(cache=True, inline="always")
+def chunk_bounds(chunk, n_queries):
+    """First and end (exclusive) query of a chunk."""
+    return chunk * CHUNK, min(n_queries, (chunk + 1) * CHUNK)
+
+
+@njit(cache=True, inline="always")
+def scratch(kmax, longest):
+    """One chunk's buffers for :func:`rank_top` and :func:`top_values`: the ranks, the kept
+    values, the candidates."""
+    return (
+        np.empty(kmax, dtype=np.int64),
+        np.empty(kmax, dtype=np.float64),
+        np.empty(longest, dtype=np.int64),
+    )
+
+
+@njit(cache=True, inline="always")
+def cutoff(k, lo, hi):
+    """Ranks evaluated in query ``lo:hi``: ``k``, or the whole list (``k == 0`` or longer)."""
+    n = hi - lo
+    return n if k == 0 or k > n else k
+
+
+@njit(cache=True, inline="always")
+def count_above(values, lo, hi, threshold):
+    """Rows of ``lo:hi`` whose value exceeds ``threshold`` (the relevant documents)."""
+    count = 0
+    for i in range(lo, hi):
+        count += values[i] > threshold
+    return count
 
 
 @njit(cache=True, inline="always")
@@ -106,67 +157,43 @@ def _top_input(scores, lo, hi, kk, out, kept, cand):
 
 
 @njit(cache=True, inline="always")
-def rank_top(scores, lo, hi, kk, out, kept, cand):
-    """Write the local indices (``0 .. n-1``) of the ``kk`` best-ranked rows of query
-    ``lo:hi`` into ``out[:kk]``, best first, tied scores in input order.
+def rank_top(scores, lo, hi, kk, buffers, by_sort):
+    """The local indices (``0 .. n-1``) of the ``kk`` best-ranked rows of query ``lo:hi``,
+    best first, tied scores in input order: ``order[:kk]`` of the returned ``order``.
 
-    Scratch: ``kept`` (float64) holds at least ``kk`` entries, ``cand`` (int64) at least
-    ``hi - lo``. Requires ``1 <= kk <= hi - lo``.
+    ``buffers`` comes from :func:`scratch`. Requires ``1 <= kk <= hi - lo``, and
+    ``kk <= INSERTION_MAX`` unless ``by_sort`` is True.
     """
-    if kk > INSERTION_MAX:
-        order = order_desc(scores[lo:hi])
-        for r in range(kk):
-            out[r] = order[r]
+    order, kept, cand = buffers
+    if by_sort is None:
+        _top_input(scores, lo, hi, kk, order, kept, cand)
     else:
-        _top_input(scores, lo, hi, kk, out, kept, cand)
+        ordered = order_desc(scores[lo:hi])
+        for r in range(kk):
+            order[r] = ordered[r]
+    return order
 
 
 @njit(cache=True, inline="always")
-def tie_block_end(scores, lo, order, start, stop):
-    """End (exclusive, at most ``stop``) of the run of equal scores from rank ``start``."""
-    s = scores[lo + order[start]]
-    end = start + 1
-    while end < stop and scores[lo + order[end]] == s:
-        end += 1
-    return end
-
-
-@njit(cache=True, inline="always")
-def tied_with(scores, values, lo, hi, s, threshold):
-    """Over query ``lo:hi``, the number of rows scoring ``s``, the sum of their ``values``,
-    and how many of them have ``values > threshold``.
-
-    A tied block cut by the cut-off continues past the ranks that were kept; this gives its
-    full size and content.
-    """
-    m = 0
-    total = 0.0
-    above = 0
-    for i in range(lo, hi):
-        if scores[i] == s:
-            m += 1
-            total += values[i]
-            if values[i] > threshold:
-                above += 1
-    return m, total, above
-
-
-@njit(cache=True, inline="always")
-def top_values_desc(values, lo, hi, kk, out):
-    """Write the ``kk`` largest of ``values[lo:hi]`` into ``out[:kk]``, in descending order.
+def top_values(values, lo, hi, kk, buffers, by_sort):
+    """The ``kk`` largest of ``values[lo:hi]``, largest first: ``out[:kk]`` of the returned
+    ``out`` (one of the ``buffers``).
 
     Gains usually take a few distinct values, so the largest value, then the largest below
     it, and so on, are found by branch-free passes (``LEVELS`` of them at most), each
     filling ``out`` with as many copies as occur; what remains is filled by insertion.
     """
-    if kk > INSERTION_MAX:
+    out = buffers[1]
+    if by_sort is not None:
         ordered = order_desc(values[lo:hi])
         for r in range(kk):
             out[r] = values[lo + ordered[r]]
-        return
+        return out
     filled = 0
     bound = np.inf
-    for _ in range(LEVELS):
+    # min(LEVELS, kk) passes are enough, and a trip count the compiler cannot know keeps
+    # LLVM from unrolling the passes: a tenth less to compile per kernel
+    for _ in range(min(LEVELS, kk)):
         level = -np.inf
         for i in range(lo, hi):
             v = values[i]
@@ -178,7 +205,7 @@ def top_values_desc(values, lo, hi, kk, out):
             out[r] = level
         filled = min(kk, filled + count)
         if filled == kk:
-            return
+            return out
         bound = level
     # Insertion of the values below bound into out[filled:kk].
     size = filled
@@ -199,6 +226,38 @@ def top_values_desc(values, lo, hi, kk, out):
             pos -= 1
         out[pos] = v
         worst = out[kk - 1]
+    return out
+
+
+@njit(cache=True, inline="always")
+def tie_block(scores, values, lo, hi, order, start, kk, threshold):
+    """The block of tied scores that starts at rank ``start`` of query ``lo:hi`` (ranked in
+    ``order[:kk]``): its end rank (exclusive, at most ``kk``), its size ``m``, the sum of its
+    ``values`` and how many of them exceed ``threshold``.
+
+    A block cut by the cut-off continues past the ranks that were kept; ``m`` and the sums
+    then count every row of the query with that score, as the expectation over the orders
+    of the block needs.
+    """
+    s = scores[lo + order[start]]
+    end = start + 1
+    while end < kk and scores[lo + order[end]] == s:
+        end += 1
+    m = 0
+    total = 0.0
+    above = 0
+    if end == kk and kk < hi - lo:
+        for i in range(lo, hi):
+            if scores[i] == s:
+                m += 1
+                total += values[i]
+                above += values[i] > threshold
+    else:
+        m = end - start
+        for r in range(start, end):
+            total += values[lo + order[r]]
+            above += values[lo + order[r]] > threshold
+    return end, m, total, above
 
 
 def low_keys_first(keys, offsets, *arrays):

@@ -5,28 +5,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .._validation import check_labels
-from ._common import (
-    NoRelevant,
-    check_inputs,
-    check_k,
-    check_no_relevant,
-    check_threshold,
-    check_ties,
-    cutoff_length,
-    longest_group,
-    reduce_queries,
-)
-from ._ranking import (
-    CHUNK,
-    TIES_AVERAGE,
-    TIES_INPUT,
-    TIES_PESSIMISTIC,
-    low_keys_first,
-    rank_top,
-    tie_block_end,
-    tied_with,
-)
+from ._common import NoRelevant, check_binary, check_binary_inputs, check_choice
+from ._common import ranked, reduce_queries, shared_doc
+from ._ranking import chunk_bounds, chunk_count, count_above, cutoff, rank_top, scratch, tie_block
 
 __all__ = ["mean_average_precision"]
 
@@ -34,70 +15,45 @@ DENOMINATORS = {"min_rk": 0, "R": 1}
 
 
 @njit(cache=True)
-def _ap_query(labels, scores, lo, hi, k, threshold, ties, by_r, fill, order, kept, cand):
-    n = hi - lo
-    kk = n if k == 0 or k > n else k
-    n_rel = 0
-    for i in range(lo, hi):
-        if labels[i] > threshold:
-            n_rel += 1
+def _ap_query(labels, scores, lo, hi, k, threshold, by_r, fill, buffers, by_sort, average):
+    kk = cutoff(k, lo, hi)
+    n_rel = count_above(labels, lo, hi, threshold)
     if n_rel == 0:
         return fill
+    order = rank_top(scores, lo, hi, kk, buffers, by_sort)
     total = 0.0
-    rank_top(scores, lo, hi, kk, order, kept, cand)
-    if ties == TIES_AVERAGE:
-        # Block at ranks s+1..s+m holding c relevant documents, h relevant before it:
-        # E[rel(s+t) * hits(s+t)] = c/m (h + 1) + (t - 1) c (c - 1) / (m (m - 1)).
-        start = 0
-        hits_before = 0
-        while start < kk:
-            end = tie_block_end(scores, lo, order, start, kk)
-            if end == kk and kk < n:
-                m, _, c = tied_with(scores, labels, lo, hi, scores[lo + order[start]], threshold)
-            else:
-                m = end - start
-                c = 0
-                for r in range(start, end):
-                    if labels[lo + order[r]] > threshold:
-                        c += 1
-            if c > 0:
-                p_rel = c / m
-                p_pair = c * (c - 1) / (m * (m - 1)) if m > 1 else 0.0
-                for t in range(1, end - start + 1):
-                    total += (p_rel * (hits_before + 1) + (t - 1) * p_pair) / (start + t)
-            hits_before += c
-            start = end
-    else:
+    if average is None:
         hits = 0
         for r in range(kk):
             if labels[lo + order[r]] > threshold:
                 hits += 1
                 total += hits / (r + 1.0)
+        return total / (n_rel if by_r else min(n_rel, kk))
+    # Block at ranks s+1..s+m holding c relevant documents, h relevant before it:
+    # E[rel(s+t) * hits(s+t)] = c/m (h + 1) + (t - 1) c (c - 1) / (m (m - 1)).
+    start = 0
+    hits_before = 0
+    while start < kk:
+        end, m, _, c = tie_block(scores, labels, lo, hi, order, start, kk, threshold)
+        if c > 0:
+            p_rel = c / m
+            p_pair = c * (c - 1) / (m * (m - 1)) if m > 1 else 0.0
+            for t in range(1, end - start + 1):
+                total += (p_rel * (hits_before + 1) + (t - 1) * p_pair) / (start + t)
+        hits_before += c
+        start = end
     return total / (n_rel if by_r else min(n_rel, kk))
 
 
 @njit(parallel=True, cache=True)
-def _ap_kernel(labels, scores, offsets, k, kmax, threshold, ties, by_r, fill, longest):
-    n_queries = offsets.size - 1
-    out = np.empty(n_queries, dtype=np.float64)
-    for chunk in prange((n_queries + CHUNK - 1) // CHUNK):
-        order = np.empty(kmax, dtype=np.int64)
-        cand = np.empty(longest, dtype=np.int64)
-        kept = np.empty(kmax, dtype=np.float64)
-        for q in range(chunk * CHUNK, min(n_queries, (chunk + 1) * CHUNK)):
+def _ap_kernel(labels, scores, kmax, longest, by_sort, average, offsets, k, threshold, by_r, fill):
+    out = np.empty(offsets.size - 1)
+    for chunk in prange(chunk_count(out.size)):
+        buffers = scratch(kmax, longest)
+        for q in range(*chunk_bounds(chunk, out.size)):
+            lo, hi = offsets[q], offsets[q + 1]
             out[q] = _ap_query(
-                labels,
-                scores,
-                offsets[q],
-                offsets[q + 1],
-                k,
-                threshold,
-                ties,
-                by_r,
-                fill,
-                order,
-                kept,
-                cand,
+                labels, scores, lo, hi, k, threshold, by_r, fill, buffers, by_sort, average
             )
     return out
 
@@ -106,17 +62,11 @@ def _check_options(
     k, *, ties="input", no_relevant=1.0, denominator="min_rk", relevance_threshold=0.0
 ):
     """Fail on a bad setting before any data is read."""
-    if denominator not in DENOMINATORS:
-        raise ValueError(f"denominator must be 'min_rk' or 'R', got {denominator!r}")
-    return (
-        check_k(k),
-        check_ties(ties),
-        check_no_relevant(no_relevant),
-        check_threshold(relevance_threshold),
-        DENOMINATORS[denominator] == 1,
-    )
+    by_r = check_choice(denominator, DENOMINATORS, "denominator") == 1
+    return (*check_binary(k, ties, no_relevant, relevance_threshold), by_r)
 
 
+@shared_doc
 def mean_average_precision(
     y_true,
     y_pred,
@@ -147,12 +97,7 @@ def mean_average_precision(
     ----------
     y_true : array-like of shape (n_rows,)
         Labels, finite and non-negative (graded labels are fine: only the threshold matters).
-    y_pred : array-like of shape (n_rows,)
-        Scores, finite; float32 is accepted.
-    group : array-like of shape (n_queries,)
-        Group sizes.
-    k : int or None, default=None
-        Cut-off; ``None`` evaluates the whole list.
+    %(scores_group_k)s
     ties : {"input", "pessimistic", "average"}, default="input"
         ``"input"``: stable, input row order (LightGBM, XGBoost). ``"pessimistic"``: lower
         labels first within a tied block, so relevant documents go last. ``"average"``: the
@@ -167,12 +112,7 @@ def mean_average_precision(
     relevance_threshold : float, default=0.0
         Relevant means ``label > relevance_threshold``. LightGBM tests ``label > 0.5``, which
         is the same for integer labels.
-    per_query : bool, default=False
-        Return the per-query values instead of their mean.
-
-    Returns
-    -------
-    float or ndarray of shape (n_queries,)
+    %(per_query_returns)s
     """
     k, tie_code, fill, threshold, by_r = _check_options(
         k,
@@ -181,13 +121,7 @@ def mean_average_precision(
         denominator=denominator,
         relevance_threshold=relevance_threshold,
     )
-    scores, offsets, _ = check_inputs(y_true, y_pred, group)
-    labels = check_labels(y_true, offsets=offsets)
-    kmax = cutoff_length(offsets, k)
-    if tie_code == TIES_PESSIMISTIC:
-        labels, scores = low_keys_first(labels, offsets, labels, scores)
-        tie_code = TIES_INPUT
-    values = _ap_kernel(
-        labels, scores, offsets, k, kmax, threshold, tie_code, by_r, fill, longest_group(offsets)
-    )
+    labels, scores, offsets = check_binary_inputs(y_true, y_pred, group)
+    rows = ranked(labels, scores, offsets, k, tie_code)
+    values = _ap_kernel(*rows, offsets, k, threshold, by_r, fill)
     return reduce_queries(values, fill, per_query)

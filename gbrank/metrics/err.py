@@ -9,33 +9,19 @@ from numba import njit, prange
 
 from .._validation import check_labels
 from ..gains import EXP2_MAX_LABEL
-from ._common import (
-    NoRelevant,
-    check_inputs,
-    check_k,
-    check_no_relevant,
-    check_ties,
-    cutoff_length,
-    longest_group,
-    reduce_queries,
-)
-from ._ranking import CHUNK, TIES_PESSIMISTIC, low_keys_first, rank_top
+from ._common import NoRelevant, check_inputs, check_k, check_no_relevant
+from ._common import check_ties, ranked, reduce_queries, shared_doc
+from ._ranking import chunk_bounds, chunk_count, count_above, cutoff, rank_top, scratch
 
 __all__ = ["err"]
 
 
 @njit(cache=True)
-def _err_query(stop, scores, lo, hi, k, fill, order, kept, cand):
-    n = hi - lo
-    kk = n if k == 0 or k > n else k
-    any_relevant = False
-    for i in range(lo, hi):
-        if stop[i] > 0.0:
-            any_relevant = True
-            break
-    if not any_relevant:
+def _err_query(stop, scores, lo, hi, k, fill, buffers, by_sort):
+    kk = cutoff(k, lo, hi)
+    if count_above(stop, lo, hi, 0.0) == 0:
         return fill
-    rank_top(scores, lo, hi, kk, order, kept, cand)
+    order = rank_top(scores, lo, hi, kk, buffers, by_sort)
     value = 0.0
     not_stopped = 1.0
     for r in range(kk):
@@ -46,17 +32,13 @@ def _err_query(stop, scores, lo, hi, k, fill, order, kept, cand):
 
 
 @njit(parallel=True, cache=True)
-def _err_kernel(stop, scores, offsets, k, kmax, fill, longest):
-    n_queries = offsets.size - 1
-    out = np.empty(n_queries, dtype=np.float64)
-    for chunk in prange((n_queries + CHUNK - 1) // CHUNK):
-        order = np.empty(kmax, dtype=np.int64)
-        cand = np.empty(longest, dtype=np.int64)
-        kept = np.empty(kmax, dtype=np.float64)
-        for q in range(chunk * CHUNK, min(n_queries, (chunk + 1) * CHUNK)):
-            out[q] = _err_query(
-                stop, scores, offsets[q], offsets[q + 1], k, fill, order, kept, cand
-            )
+def _err_kernel(stop, scores, kmax, longest, by_sort, offsets, k, fill):
+    out = np.empty(offsets.size - 1)
+    for chunk in prange(chunk_count(out.size)):
+        buffers = scratch(kmax, longest)
+        for q in range(*chunk_bounds(chunk, out.size)):
+            lo, hi = offsets[q], offsets[q + 1]
+            out[q] = _err_query(stop, scores, lo, hi, k, fill, buffers, by_sort)
     return out
 
 
@@ -76,6 +58,7 @@ def _check_options(k, *, max_label=None, ties="input", no_relevant=1.0):
     )
 
 
+@shared_doc
 def err(
     y_true,
     y_pred,
@@ -101,12 +84,7 @@ def err(
     ----------
     y_true : array-like of shape (n_rows,)
         Integer labels in ``0 .. max_label``.
-    y_pred : array-like of shape (n_rows,)
-        Scores, finite; float32 is accepted.
-    group : array-like of shape (n_queries,)
-        Group sizes.
-    k : int or None, default=None
-        Cut-off; ``None`` evaluates the whole list.
+    %(scores_group_k)s
     max_label : int or None, default=None
         :math:`l_{\max}`, the grade of a perfect document (4 on MSLR and Yahoo!). ``None`` takes
         the largest label in ``y_true``, which makes values from data sets with different
@@ -124,12 +102,7 @@ def err(
         (LightGBM's convention for its ranking metrics), ``0.0``, or ``"exclude"`` (left out
         of the mean; NaN with ``per_query=True``; a mean over no query is NaN with a
         ``RuntimeWarning``).
-    per_query : bool, default=False
-        Return the per-query values instead of their mean.
-
-    Returns
-    -------
-    float or ndarray of shape (n_queries,)
+    %(per_query_returns)s
     """
     k, tie_code, fill, max_label = _check_options(
         k, max_label=max_label, ties=ties, no_relevant=no_relevant
@@ -145,8 +118,6 @@ def err(
     if max_label is None:
         max_label = int(labels.max())
     stop = (np.exp2(labels) - 1.0) / 2.0**max_label
-    kmax = cutoff_length(offsets, k)
-    if tie_code == TIES_PESSIMISTIC:
-        stop, scores = low_keys_first(stop, offsets, stop, scores)
-    values = _err_kernel(stop, scores, offsets, k, kmax, fill, longest_group(offsets))
+    stop, scores, kmax, longest, by_sort, _ = ranked(stop, scores, offsets, k, tie_code)
+    values = _err_kernel(stop, scores, kmax, longest, by_sort, offsets, k, fill)
     return reduce_queries(values, fill, per_query)

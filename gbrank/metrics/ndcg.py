@@ -6,78 +6,48 @@ import numpy as np
 from numba import njit, prange
 
 from ..gains import Discount, Gain, discount_values, gain_values
-from ._common import (
-    NoRelevant,
-    check_inputs,
-    check_k,
-    check_no_relevant,
-    check_ties,
-    cutoff_length,
-    longest_group,
-    reduce_queries,
-)
-from ._ranking import (
-    CHUNK,
-    TIES_AVERAGE,
-    TIES_INPUT,
-    TIES_PESSIMISTIC,
-    low_keys_first,
-    rank_top,
-    tie_block_end,
-    tied_with,
-    top_values_desc,
-)
+from ._common import NoRelevant, check_inputs, check_k
+from ._common import check_no_relevant, check_ties, ranked, reduce_queries
+from ._ranking import chunk_bounds, chunk_count, cutoff, rank_top, scratch, tie_block, top_values
 
 __all__ = ["ndcg"]
 
 
 @njit(cache=True)
-def _ndcg_query(gains, scores, lo, hi, k, disc, ties, fill, order, kept, cand):
-    n = hi - lo
-    kk = n if k == 0 or k > n else k
-    top_values_desc(gains, lo, hi, kk, kept)
+def _ndcg_query(gains, scores, lo, hi, k, disc, fill, buffers, by_sort, average):
+    kk = cutoff(k, lo, hi)
+    best = top_values(gains, lo, hi, kk, buffers, by_sort)
     ideal = 0.0
     for r in range(kk):
-        ideal += kept[r] * disc[r]
+        ideal += best[r] * disc[r]
     if ideal <= 0.0:
         return fill
+    order = rank_top(scores, lo, hi, kk, buffers, by_sort)
     dcg = 0.0
-    rank_top(scores, lo, hi, kk, order, kept, cand)
-    if ties == TIES_AVERAGE:
-        # E[gain at rank r] is the mean gain of r's tied block (every order equally likely).
-        start = 0
-        while start < kk:
-            end = tie_block_end(scores, lo, order, start, kk)
-            if end == kk and kk < n:
-                m, block_gain, _ = tied_with(scores, gains, lo, hi, scores[lo + order[start]], 0.0)
-            else:
-                m = end - start
-                block_gain = 0.0
-                for r in range(start, end):
-                    block_gain += gains[lo + order[r]]
-            block_disc = 0.0
-            for r in range(start, end):
-                block_disc += disc[r]
-            dcg += block_gain / m * block_disc
-            start = end
-    else:
+    if average is None:
         for r in range(kk):
             dcg += gains[lo + order[r]] * disc[r]
+        return dcg / ideal
+    # E[gain at rank r] is the mean gain of r's tied block (every order equally likely).
+    start = 0
+    while start < kk:
+        end, m, block_gain, _ = tie_block(scores, gains, lo, hi, order, start, kk, 0.0)
+        block_disc = 0.0
+        for r in range(start, end):
+            block_disc += disc[r]
+        dcg += block_gain / m * block_disc
+        start = end
     return dcg / ideal
 
 
 @njit(parallel=True, cache=True)
-def _ndcg_kernel(gains, scores, offsets, k, disc, ties, fill, longest):
-    n_queries = offsets.size - 1
-    out = np.empty(n_queries, dtype=np.float64)
-    for chunk in prange((n_queries + CHUNK - 1) // CHUNK):
-        order = np.empty(disc.size, dtype=np.int64)
-        cand = np.empty(longest, dtype=np.int64)
-        kept = np.empty(disc.size, dtype=np.float64)
-        for q in range(chunk * CHUNK, min(n_queries, (chunk + 1) * CHUNK)):
-            out[q] = _ndcg_query(
-                gains, scores, offsets[q], offsets[q + 1], k, disc, ties, fill, order, kept, cand
-            )
+def _ndcg_kernel(gains, scores, longest, by_sort, average, offsets, k, disc, fill):
+    out = np.empty(offsets.size - 1)
+    for chunk in prange(chunk_count(out.size)):
+        buffers = scratch(disc.size, longest)
+        for q in range(*chunk_bounds(chunk, out.size)):
+            lo, hi = offsets[q], offsets[q + 1]
+            out[q] = _ndcg_query(gains, scores, lo, hi, k, disc, fill, buffers, by_sort, average)
     return out
 
 
@@ -164,9 +134,7 @@ def ndcg(
     )
     scores, offsets, _ = check_inputs(y_true, y_pred, group)
     gains = gain_values(y_true, gain, offsets=offsets)
-    disc = discount_values(cutoff_length(offsets, k), discount)
-    if tie_code == TIES_PESSIMISTIC:
-        gains, scores = low_keys_first(gains, offsets, gains, scores)
-        tie_code = TIES_INPUT
-    values = _ndcg_kernel(gains, scores, offsets, k, disc, tie_code, fill, longest_group(offsets))
+    gains, scores, kmax, longest, by_sort, average = ranked(gains, scores, offsets, k, tie_code)
+    disc = discount_values(kmax, discount)
+    values = _ndcg_kernel(gains, scores, longest, by_sort, average, offsets, k, disc, fill)
     return reduce_queries(values, fill, per_query)

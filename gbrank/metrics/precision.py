@@ -5,28 +5,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .._validation import check_labels
-from ._common import (
-    NoRelevant,
-    check_inputs,
-    check_k,
-    check_no_relevant,
-    check_threshold,
-    check_ties,
-    cutoff_length,
-    longest_group,
-    reduce_queries,
-)
-from ._ranking import (
-    CHUNK,
-    TIES_AVERAGE,
-    TIES_INPUT,
-    TIES_PESSIMISTIC,
-    low_keys_first,
-    rank_top,
-    tie_block_end,
-    tied_with,
-)
+from ._common import NoRelevant, check_binary, check_binary_inputs, check_choice
+from ._common import ranked, reduce_queries, shared_doc
+from ._ranking import chunk_bounds, chunk_count, count_above, cutoff, rank_top, scratch, tie_block
 
 __all__ = ["precision_at_k"]
 
@@ -34,80 +15,52 @@ DIVIDE_BY = {"k": 0, "min_kn": 1}
 
 
 @njit(cache=True)
-def _precision_query(labels, scores, lo, hi, k, threshold, ties, shrink, fill, order, kept, cand):
-    n = hi - lo
-    kk = n if k == 0 or k > n else k
-    n_rel = 0
-    for i in range(lo, hi):
-        if labels[i] > threshold:
-            n_rel += 1
-    if n_rel == 0:
+def _precision_query(
+    labels, scores, lo, hi, k, threshold, shrink, fill, buffers, by_sort, average
+):
+    kk = cutoff(k, lo, hi)
+    if count_above(labels, lo, hi, threshold) == 0:
         return fill
+    order = rank_top(scores, lo, hi, kk, buffers, by_sort)
     hits = 0.0
-    rank_top(scores, lo, hi, kk, order, kept, cand)
-    if ties == TIES_AVERAGE:
-        # Each rank of a tied block holds a relevant document with probability c / m.
-        start = 0
-        while start < kk:
-            end = tie_block_end(scores, lo, order, start, kk)
-            if end == kk and kk < n:
-                m, _, c = tied_with(scores, labels, lo, hi, scores[lo + order[start]], threshold)
-            else:
-                m = end - start
-                c = 0
-                for r in range(start, end):
-                    if labels[lo + order[r]] > threshold:
-                        c += 1
-            hits += c * (end - start) / m
-            start = end
-    else:
+    if average is None:
         for r in range(kk):
             if labels[lo + order[r]] > threshold:
                 hits += 1.0
+    else:
+        # Each rank of a tied block holds a relevant document with probability c / m.
+        start = 0
+        while start < kk:
+            end, m, _, c = tie_block(scores, labels, lo, hi, order, start, kk, threshold)
+            hits += c * (end - start) / m
+            start = end
     if k == 0:
-        return hits / n
+        return hits / (hi - lo)
     return hits / (kk if shrink else k)
 
 
 @njit(parallel=True, cache=True)
-def _precision_kernel(labels, scores, offsets, k, kmax, threshold, ties, shrink, fill, longest):
-    n_queries = offsets.size - 1
-    out = np.empty(n_queries, dtype=np.float64)
-    for chunk in prange((n_queries + CHUNK - 1) // CHUNK):
-        order = np.empty(kmax, dtype=np.int64)
-        cand = np.empty(longest, dtype=np.int64)
-        kept = np.empty(kmax, dtype=np.float64)
-        for q in range(chunk * CHUNK, min(n_queries, (chunk + 1) * CHUNK)):
+def _precision_kernel(
+    labels, scores, kmax, longest, by_sort, average, offsets, k, threshold, shrink, fill
+):
+    out = np.empty(offsets.size - 1)
+    for chunk in prange(chunk_count(out.size)):
+        buffers = scratch(kmax, longest)
+        for q in range(*chunk_bounds(chunk, out.size)):
+            lo, hi = offsets[q], offsets[q + 1]
             out[q] = _precision_query(
-                labels,
-                scores,
-                offsets[q],
-                offsets[q + 1],
-                k,
-                threshold,
-                ties,
-                shrink,
-                fill,
-                order,
-                kept,
-                cand,
+                labels, scores, lo, hi, k, threshold, shrink, fill, buffers, by_sort, average
             )
     return out
 
 
 def _check_options(k, *, ties="input", no_relevant=1.0, relevance_threshold=0.0, divide_by="k"):
     """Fail on a bad setting before any data is read."""
-    if divide_by not in DIVIDE_BY:
-        raise ValueError(f"divide_by must be 'k' or 'min_kn', got {divide_by!r}")
-    return (
-        check_k(k),
-        check_ties(ties),
-        check_no_relevant(no_relevant),
-        check_threshold(relevance_threshold),
-        DIVIDE_BY[divide_by] == 1,
-    )
+    shrink = check_choice(divide_by, DIVIDE_BY, "divide_by") == 1
+    return (*check_binary(k, ties, no_relevant, relevance_threshold), shrink)
 
 
+@shared_doc
 def precision_at_k(
     y_true,
     y_pred,
@@ -135,12 +88,7 @@ def precision_at_k(
     ----------
     y_true : array-like of shape (n_rows,)
         Labels, finite and non-negative.
-    y_pred : array-like of shape (n_rows,)
-        Scores, finite; float32 is accepted.
-    group : array-like of shape (n_queries,)
-        Group sizes.
-    k : int or None, default=None
-        Cut-off; ``None`` evaluates the whole list.
+    %(scores_group_k)s
     ties : {"input", "pessimistic", "average"}, default="input"
         ``"input"``: stable, input row order. ``"pessimistic"``: lower labels first within a
         tied block. ``"average"``: exact expectation over the orders of every tied block (a
@@ -154,12 +102,7 @@ def precision_at_k(
         Relevant means ``label > relevance_threshold``.
     divide_by : {"k", "min_kn"}, default="k"
         See the formula.
-    per_query : bool, default=False
-        Return the per-query values instead of their mean.
-
-    Returns
-    -------
-    float or ndarray of shape (n_queries,)
+    %(per_query_returns)s
     """
     k, tie_code, fill, threshold, shrink = _check_options(
         k,
@@ -168,13 +111,7 @@ def precision_at_k(
         relevance_threshold=relevance_threshold,
         divide_by=divide_by,
     )
-    scores, offsets, _ = check_inputs(y_true, y_pred, group)
-    labels = check_labels(y_true, offsets=offsets)
-    kmax = cutoff_length(offsets, k)
-    if tie_code == TIES_PESSIMISTIC:
-        labels, scores = low_keys_first(labels, offsets, labels, scores)
-        tie_code = TIES_INPUT
-    values = _precision_kernel(
-        labels, scores, offsets, k, kmax, threshold, tie_code, shrink, fill, longest_group(offsets)
-    )
+    labels, scores, offsets = check_binary_inputs(y_true, y_pred, group)
+    rows = ranked(labels, scores, offsets, k, tie_code)
+    values = _precision_kernel(*rows, offsets, k, threshold, shrink, fill)
     return reduce_queries(values, fill, per_query)
