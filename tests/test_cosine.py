@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 import pickle
 
@@ -10,9 +9,9 @@ import numpy as np
 import pytest
 
 import gbrank
-from gbrank._data_dir import data_dir
 from gbrank.metrics import ndcg
 from gbrank.objectives.cosine import Cosine, cosine
+from helpers import XGB_PARAMS, fd_diagonal, fd_gradient_by_query, lgb_params, mq2008, random_queries, synthetic
 
 
 # --------------------------------------------------------------------------- references
@@ -51,41 +50,6 @@ def direct_loss(scores, labels, sizes, **kw):
     return total
 
 
-def numeric_grad(f, x, h=1e-6):
-    out = np.empty_like(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e[i] = h
-        out[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return out
-
-
-def numeric_grad_by_query(query_loss, scores, labels, sizes):
-    out, start = [], 0
-    for size in sizes:
-        lab = labels[start : start + size]
-        out.append(numeric_grad(lambda s: query_loss(s, lab), scores[start : start + size]))
-        start += size
-    return np.concatenate(out)
-
-
-def numeric_diag(f, x, h=1e-5):
-    out = np.empty_like(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e[i] = h
-        out[i] = (f(x + e)[i] - f(x - e)[i]) / (2 * h)
-    return out
-
-
-def random_queries(rng, n_queries, max_docs=50, n_levels=4, scale=1.0, min_docs=1):
-    sizes = rng.integers(min_docs, max_docs + 1, size=n_queries)
-    n = int(sizes.sum())
-    labels = rng.integers(0, n_levels, size=n).astype(float)
-    scores = rng.normal(scale=scale, size=n)
-    return labels, scores, sizes
-
-
 def query_norms(scores, sizes, eps):
     """N = sqrt(|s|^2 + n eps^2) of each row's query."""
     starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
@@ -108,7 +72,7 @@ def test_gradient_matches_finite_differences(name, kw, make, scale):
     labels, scores, sizes = random_queries(rng, 6, scale=scale)
     obj = make()
     assert obj.loss(labels, scores, sizes) == pytest.approx(direct_loss(scores, labels, sizes, **kw), rel=1e-12)
-    num_g = numeric_grad_by_query(lambda s, lab: direct_query_loss(s, lab, **kw), scores, labels, sizes)
+    num_g = fd_gradient_by_query(lambda s, lab: direct_query_loss(s, lab, **kw), scores, labels, sizes)
     np.testing.assert_allclose(obj.grad_hess(labels, scores, sizes)[0], num_g, atol=1e-7, rtol=1e-6)
 
 
@@ -125,7 +89,7 @@ def test_surrogate_hessian_is_positive_and_bounds_the_exact_diagonal(eps):
     norms = query_norms(scores, sizes, eps)
     np.testing.assert_allclose(hess[active], 0.5 / norms[active] ** 2, rtol=1e-13)
     assert hess[active].min() > 0
-    exact = numeric_diag(lambda s: obj.grad_hess(labels, s, sizes)[0], scores)
+    exact = fd_diagonal(lambda s: obj.grad_hess(labels, s, sizes)[0], scores)
     assert np.all(np.abs(exact) <= 6.0 * hess + 1e-8)
     assert exact[active].min() < 0 < exact[active].max()
 
@@ -280,36 +244,6 @@ def test_repr_and_pickle():
 lgb = pytest.importorskip("lightgbm")
 xgb = pytest.importorskip("xgboost")
 
-LGB_PARAMS = {"metric": "None", "verbose": -1, "num_threads": 2, "learning_rate": 0.1, "num_leaves": 15,
-              "min_data_in_leaf": 10, "seed": 1, "deterministic": True}
-XGB_PARAMS = {"eta": 0.1, "max_depth": 4, "min_child_weight": 1e-3, "nthread": 2, "seed": 1}
-
-
-def synthetic(seed, n_queries):
-    rng = np.random.default_rng(seed)
-    sizes = rng.integers(5, 25, size=n_queries)
-    n = int(sizes.sum())
-    X = rng.normal(size=(n, 6))
-    latent = X[:, 0] + 0.5 * X[:, 1] ** 2 + 0.3 * rng.normal(size=n)
-    y = np.digitize(latent, np.quantile(latent, [0.6, 0.85, 0.95])).astype(float)
-    return X, y, sizes
-
-
-def mq2008():
-    root = data_dir()
-    if root is None or not (root / "letor4_mq2008").is_dir():
-        pytest.skip("LETOR data not found (set GBRANK_DATA_DIR)")
-    return _load_mq2008(str(root / "letor4_mq2008"))
-
-
-@functools.lru_cache(maxsize=1)
-def _load_mq2008(path):
-    from gbrank.datasets import load_letor_fold
-
-    fold = load_letor_fold(path, 1)
-    return (fold.train.X, fold.train.y, fold.train.group), (fold.test.X, fold.test.y, fold.test.group)
-
-
 @pytest.mark.parametrize("make", [cosine, lambda: cosine(k=10, target="linear")], ids=["exp2", "top10_linear"])
 @pytest.mark.parametrize("data", ["synthetic", "mq2008"])
 def test_training_decreases_the_loss_and_improves_heldout_ndcg(make, data):
@@ -318,7 +252,7 @@ def test_training_decreases_the_loss_and_improves_heldout_ndcg(make, data):
     rounds = 10
     baseline = ndcg(yt, np.zeros(yt.size), st, k=10)
 
-    booster = lgb.train({**LGB_PARAMS, "objective": obj}, lgb.Dataset(X, y, group=sizes), num_boost_round=rounds)
+    booster = lgb.train(lgb_params(objective=obj), lgb.Dataset(X, y, group=sizes), num_boost_round=rounds)
     losses = [obj.loss(y, booster.predict(X, num_iteration=i, raw_score=True), sizes) for i in range(1, rounds + 1)]
     start = obj.loss(y, np.zeros(y.size), sizes)
     # each round lowers the training loss (the surrogate hessian gives damped Newton steps)
