@@ -192,3 +192,80 @@ def mq2008():
     """``((X, y, group) train, (X, y, group) test)`` of MQ2008 Fold1; skips when absent."""
     fold = letor_fold("letor4_mq2008")
     return (fold.train.X, fold.train.y, fold.train.group), (fold.test.X, fold.test.y, fold.test.group)
+
+
+# --------------------------------------------------------------------------- the nine-row example
+# Two queries (4 + 5 rows); row 6 is the third row of query 1: the bad-input catalogue puts
+# its bad value there and expects errors to name that row and query.
+Y = np.array([2, 1, 0, 1, 0, 3, 0, 2, 1], dtype=float)
+S = np.linspace(-1.0, 1.0, 9)
+G = [4, 5]
+
+
+def at_row6(values, bad):
+    out = np.array(values, dtype=float)
+    out[6] = bad
+    return out
+
+
+def check_finite(objective, y, s, group, sums=True):
+    """Finite gradient and hessian, hessian >= 0, and (``sums``) per-query gradient sums of
+    zero for the shift-invariant losses: a lost digit shows there first."""
+    grad, hess = objective.grad_hess(y, s, group)
+    assert np.isfinite(grad).all() and np.isfinite(hess).all()
+    assert (hess >= 0).all()
+    if sums and objective.shift_invariant:
+        offsets = offsets_of(group)
+        total = np.add.reduceat(grad, offsets[:-1])
+        scale = np.add.reduceat(np.abs(grad), offsets[:-1]) + 1e-300
+        np.testing.assert_array_less(np.abs(total), 1e-9 * scale + 1e-12)
+    return grad, hess
+
+
+# Small trees on one thread, for trainings that check behaviour rather than quality.
+TINY_LGB_PARAMS = lgb_params(num_threads=1, num_leaves=4, min_data_in_leaf=2)
+TINY_XGB_PARAMS = xgb_params(max_depth=2, min_child_weight=0.0, eta=0.3, nthread=1)
+ENGINES = ["lgb.train", "LGBMRanker", "xgb.train"]
+
+
+def train_on(engine, objective, X, y, group, *, weight=None, init_score=None, rounds=2):
+    """Train on one engine path with the tiny parameters; return (model bytes, raw
+    predictions on X). XGBoost takes one weight per query: the first row's."""
+    import lightgbm as lgb
+    import xgboost as xgb
+
+    if engine == "lgb.train":
+        dtrain = lgb.Dataset(X, y, group=group, weight=weight, init_score=init_score)
+        booster = lgb.train({**TINY_LGB_PARAMS, "objective": objective}, dtrain, num_boost_round=rounds)
+        return booster.model_to_string(), booster.predict(X, raw_score=True)
+    if engine == "LGBMRanker":
+        ranker = lgb.LGBMRanker(objective=objective, n_estimators=rounds, num_leaves=4, min_child_samples=2,
+                                n_jobs=1, verbose=-1, metric="None", deterministic=True, random_state=1)
+        ranker.fit(X, y, group=group, sample_weight=weight, init_score=init_score)
+        return ranker.booster_.model_to_string(), ranker.predict(X, raw_score=True)
+    qweight = None
+    if weight is not None:
+        qweight = np.asarray(weight, dtype=float)[np.concatenate(([0], np.cumsum(group)[:-1]))]
+    dtrain = xgb.DMatrix(X, y, group=group, weight=qweight, base_margin=init_score)
+    booster = xgb.train(TINY_XGB_PARAMS, dtrain, num_boost_round=rounds, obj=objective)
+    return bytes(booster.save_raw()), booster.predict(xgb.DMatrix(X), output_margin=True)
+
+
+class Spy:
+    """Passes engine calls through and keeps what the engine handed over and what it got
+    back: ``(scores, labels, weights, grad, hess)`` per call.
+
+    ``__deepcopy__`` returns self because lgb.train deep-copies its parameters.
+    """
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.seen = []
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __call__(self, preds, data):
+        grad, hess = self.inner(preds, data)
+        self.seen.append((np.array(preds, dtype=float), data.get_label().copy(), data.get_weight(), grad, hess))
+        return grad, hess
