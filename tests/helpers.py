@@ -269,3 +269,8 @@ class Spy:
         grad, hess = self.inner(preds, data)
         self.seen.append((np.array(preds, dtype=float), data.get_label().copy(), data.get_weight(), grad, hess))
         return grad, hess
+
+
+def ohsumed_fold(fold: int = 1):
+    """Fold ``fold`` of OHSUMED (QueryLevelNorm); skips when absent."""
+    return letor_fold("letor3_ohsumed/QueryLevelNorm", fold)

@@ -11,6 +11,7 @@ from sklearn.base import clone
 
 from gbrank.ndcg_boost_learner import NDCGBoost, best_stump, step_size
 from gbrank.objectives.ndcg_boost import ndcg_boost, prepare_queries, step_sums
+from helpers import ohsumed_fold
 
 
 # --------------------------------------------------------------------------- the paper, directly
@@ -335,22 +336,11 @@ def test_bad_input_gives_clear_errors():
 
 
 # --------------------------------------------------------------------------- real data
-def _ohsumed_fold(fold=1):
-    from gbrank._data_dir import data_dir
-
-    root = data_dir()
-    if root is None or not (root / "letor3_ohsumed" / "QueryLevelNorm" / f"Fold{fold}").is_dir():
-        pytest.skip("OHSUMED (../shared/data/letor3_ohsumed) is not available")
-    from gbrank.datasets import load_letor_fold
-
-    return load_letor_fold(root / "letor3_ohsumed" / "QueryLevelNorm", fold)
-
-
 @pytest.mark.slow
 def test_M_never_increases_on_ohsumed_and_test_ndcg_improves():
     from gbrank.metrics import ndcg
 
-    train, _, test = _ohsumed_fold()
+    train, _, test = ohsumed_fold()
     model = NDCGBoost(n_estimators=100).fit(train.X, train.y, group=train.group, eval_set=[(test.X, test.y, test.group)], eval_at=(10,))
     M = np.array(model.history_["M"])
     assert len(M) == 100
