@@ -183,32 +183,9 @@ def test_ten_thousand_document_query(target):
         assert obj.loss(labels, scores, [n]) == pytest.approx(direct_query_loss(scores, labels), rel=1e-10)
 
 
-def test_float32_input_is_promoted():
-    rng = np.random.default_rng(6)
-    labels, scores, sizes = random_queries(rng, 5)
-    obj = cosine()
-    g64 = obj.grad_hess(labels, scores.astype(np.float32).astype(np.float64), sizes)[0]
-    g32 = obj.grad_hess(labels.astype(np.float32), scores.astype(np.float32), sizes.astype(np.int32))[0]
-    assert g32.dtype == np.float64
-    np.testing.assert_array_equal(g32, g64)
-
-
 # --------------------------------------------------------------------------- bad input
-@pytest.mark.parametrize(
-    "labels,scores,group,message",
-    [
-        ([1, 0, 2], [0.1, np.nan, 0.3], [3], "NaN at row 1 \\(query 0\\)"),
-        ([1, 0, 2], [0.1, np.inf, 0.3], [3], "inf at row 1"),
-        ([1, 0, 2], [0.1, 0.2, 0.3], [1, 1], "sum to 2 but there are 3 rows"),
-        ([1, -1, 2], [0.1, 0.2, 0.3], [3], "non-negative"),
-        ([1, 0.5, 2], [0.1, 0.2, 0.3], [3], "integers with target='exp2'"),
-    ],
-)
-def test_bad_input_raises_a_clear_error(labels, scores, group, message):
-    with pytest.raises(ValueError, match=message):
-        cosine().grad_hess(np.array(labels, dtype=float), np.array(scores), group)
-
-
+# (bad scores, groups and labels, and float32 input: the registry-driven catalogue in
+# test_bad_input_objectives.py, for every registered objective)
 @pytest.mark.parametrize(
     "kwargs,message",
     [

@@ -26,47 +26,38 @@ def gamma(fi, fj) -> float:
     return math.exp(d) / (1.0 + math.exp(d)) ** 2
 
 
-def relaxation_mean(labels, F, sizes) -> float:
-    """Eq. (11) with the paper's 1/n: mean over queries of M_q."""
-    total, start = 0.0, 0
+def ordered_pairs(labels, sizes):
+    """(row of i, row of j, labels of their query, its ideal DCG) for every ordered pair
+    i != j of every query with a relevant document."""
+    start = 0
     for n in sizes:
-        r, f = labels[start : start + n], F[start : start + n]
+        r = labels[start : start + n]
         z = ideal_dcg(r)
         if z > 0:
             for i in range(n):
                 for j in range(n):
                     if i != j:
-                        total += (2.0 ** r[i] - 1.0) / z / (1.0 + math.exp(f[i] - f[j]))
+                        yield start + i, start + j, r[i], r[j], z
         start += n
+
+
+def relaxation_mean(labels, F, sizes) -> float:
+    """Eq. (11) with the paper's 1/n: mean over queries of M_q."""
+    total = sum((2.0**ri - 1.0) / z / (1.0 + math.exp(F[i] - F[j])) for i, j, ri, _, z in ordered_pairs(labels, sizes))
     return total / len(sizes)
 
 
 def appendix_b_bound(labels, F, f, sizes, alpha) -> float:
     """U(alpha) = M(F) + 1/n sum_k sum_{i,j} (2^{r_i}-1)/Z_k theta_ij (exp(alpha (f_j - f_i)) - 1)."""
-    total, start = 0.0, 0
-    for n in sizes:
-        r, x, h = labels[start : start + n], F[start : start + n], f[start : start + n]
-        z = ideal_dcg(r)
-        if z > 0:
-            for i in range(n):
-                for j in range(n):
-                    if i != j:
-                        total += (2.0 ** r[i] - 1.0) / z * gamma(x[i], x[j]) * (math.exp(alpha * (h[j] - h[i])) - 1.0)
-        start += n
+    total = sum((2.0**ri - 1.0) / z * gamma(F[i], F[j]) * (math.exp(alpha * (f[j] - f[i])) - 1.0)
+                for i, j, ri, _, z in ordered_pairs(labels, sizes))
     return relaxation_mean(labels, F, sizes) + total / len(sizes)
 
 
 def eq16_weights(labels, F, sizes) -> np.ndarray:
-    w, start = np.zeros(len(labels)), 0
-    for n in sizes:
-        r, x = labels[start : start + n], F[start : start + n]
-        z = ideal_dcg(r)
-        if z > 0:
-            for i in range(n):
-                for j in range(n):
-                    if i != j:
-                        w[start + i] += (2.0 ** r[i] - 2.0 ** r[j]) / z * gamma(x[i], x[j])
-        start += n
+    w = np.zeros(len(labels))
+    for i, j, ri, rj, z in ordered_pairs(labels, sizes):
+        w[i] += (2.0**ri - 2.0**rj) / z * gamma(F[i], F[j])
     return w
 
 
