@@ -80,7 +80,7 @@ _PROBE_G = [4, 5, 6]
 def randomised(case: Case) -> bool:
     """Whether the objective draws random numbers: it takes a seed, and two seeds give two
     gradients on tied labels."""
-    key = (case.spec.module, case.id)
+    key = (case.spec.module, case.spec.name, repr(case.kwargs))
     if key not in _RANDOMISED:
         drawn = False
         if case.accepts("seed"):
@@ -91,7 +91,7 @@ def randomised(case: Case) -> bool:
     return _RANDOMISED[key]
 
 
-_RANDOMISED: dict[tuple[str, str], bool] = {}
+_RANDOMISED: dict[tuple[str, str, str], bool] = {}
 
 
 def fixed_weights(objective) -> bool:
