@@ -8,7 +8,6 @@ import pickle
 import numpy as np
 import pytest
 
-import gbrank
 from gbrank.metrics import ndcg
 from gbrank.objectives.cosine import Cosine, cosine
 from helpers import XGB_PARAMS, fd_diagonal, fd_gradient_by_query, lgb_params, mq2008, random_queries, synthetic
@@ -202,11 +201,6 @@ def test_bad_parameters_raise(kwargs, message):
 
 
 # --------------------------------------------------------------------------- protocol
-def test_top_level_factory():
-    for _ in range(2):
-        assert gbrank.cosine is cosine
-
-
 def test_repr_and_pickle():
     obj = cosine(k=10, target="linear", eps=0.5)
     assert repr(obj) == "cosine(k=10, target='linear', eps=0.5, ignore_all_equal=True, hess_floor=1e-06, hess_scale=1.0)"

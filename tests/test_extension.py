@@ -25,6 +25,7 @@ xgb = pytest.importorskip("xgboost")
 import test_bad_input_engines  # noqa: E402
 import test_bad_input_objectives  # noqa: E402
 import test_determinism  # noqa: E402
+import test_objective_protocol  # noqa: E402
 import test_properties  # noqa: E402
 
 
@@ -96,6 +97,7 @@ def test_the_catalogues_list_a_registered_objective(toy):
     cases, exp2, order, _ = test_bad_input_objectives.catalogue()
     assert names <= set(ids(cases)) and not names & set(ids(exp2 + order))  # labels="any"
     assert names <= set(ids(test_bad_input_engines.catalogue()))
+    assert names <= set(ids(test_objective_protocol.catalogue()))
     cases, drawn = test_determinism.catalogue()
     assert names <= set(ids(cases)) and not names & set(ids(drawn))
     generic, plain, frozen = test_properties.catalogue()
@@ -166,14 +168,14 @@ def run_catalogue(module, case: Case) -> list[str]:
     return ran
 
 
-@pytest.mark.parametrize("module", [test_bad_input_objectives, test_properties],
-                         ids=["bad-input-objectives", "properties"])
+@pytest.mark.parametrize("module", [test_bad_input_objectives, test_properties, test_objective_protocol],
+                         ids=["bad-input-objectives", "properties", "protocol"])
 def test_a_registered_objective_passes_the_direct_catalogues(toy, module):
     toy_cases = [case for case in toy.values() if case.spec is TOY]
     assert len(toy_cases) == 2 and all(c.build().shift_invariant and not randomised(c) for c in toy_cases)
     for case in toy_cases:
         ran = run_catalogue(module, case)
-        assert len(ran) >= 6, ran
+        assert len(ran) >= (2 if module is test_objective_protocol else 6), ran
 
 
 @pytest.mark.slow

@@ -9,7 +9,6 @@ import pickle
 import numpy as np
 import pytest
 
-import gbrank
 from gbrank.objectives._targets import target_scores
 from gbrank.objectives.listnet import ListNet, listnet
 from helpers import fd_diagonal, fd_gradient, fd_gradient_by_query, mq2008, query_sums, random_queries, synthetic, train_both
@@ -425,11 +424,6 @@ def test_bad_parameters_raise(kwargs, message):
 
 
 # --------------------------------------------------------------------------- protocol
-def test_top_level_factory():
-    for _ in range(2):
-        assert gbrank.listnet is listnet
-
-
 def test_repr_and_pickle():
     obj = listnet(k=3, target="rank_log", target_k=5, seed=2)
     assert repr(obj) == (
