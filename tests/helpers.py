@@ -16,6 +16,7 @@ base)``, ``base * (1 + max |values|)``.
 from __future__ import annotations
 
 import functools
+import math
 from typing import Callable
 
 import numpy as np
@@ -79,6 +80,42 @@ def scaled_atol(values, base: float) -> float:
     """``base * (1 + max |values|)``: an absolute tolerance for derivatives of any scale."""
     values = np.asarray(values, dtype=float)
     return base * (1.0 + (np.abs(values).max() if values.size else 0.0))
+
+
+# --------------------------------------------------------------------------- target scores
+# The targets of ListNet and RankCosine as Xia et al. (2008, section 6.1; 2009) write them.
+RANK_MAPS = {
+    "rank_log": math.log,
+    "rank_sqrt": math.sqrt,
+    "rank_linear": lambda m: m,
+    "rank_quadratic": lambda m: m * m,
+    "rank_exp": math.exp,
+}
+
+
+def direct_psi(labels, target="exp2", k=None):
+    """The mapping psi written out: values per label-sorted position r = 1..n (m = n + 1 - r),
+    the top-k modification (a common smallest value below position k), and tied labels
+    sharing the mean value of the positions they occupy."""
+    n = len(labels)
+    y = sorted(range(n), key=lambda i: -labels[i])
+    values = []
+    for r in range(1, n + 1):
+        label = labels[y[r - 1]]
+        if target == "exp2":
+            values.append(2.0**label - 1.0)
+        elif target == "linear":
+            values.append(float(label))
+        else:
+            values.append(RANK_MAPS[target](float(n + 1 - r)))
+    if k is not None:
+        eps = min(values)
+        values = [v if r < k else eps for r, v in enumerate(values)]
+    by_label = {}
+    for r in range(n):
+        by_label.setdefault(labels[y[r]], []).append(values[r])
+    mean = {label: sum(tied) / len(tied) for label, tied in by_label.items()}
+    return np.array([mean[label] for label in labels])
 
 
 # --------------------------------------------------------------------------- random queries

@@ -10,26 +10,10 @@ import pytest
 
 from gbrank.metrics import ndcg
 from gbrank.objectives.cosine import Cosine, cosine
-from helpers import XGB_PARAMS, fd_diagonal, fd_gradient_by_query, lgb_params, mq2008, random_queries, synthetic
+from helpers import XGB_PARAMS, direct_psi, fd_diagonal, fd_gradient_by_query, lgb_params, mq2008, random_queries, synthetic
 
 
 # --------------------------------------------------------------------------- references
-def direct_psi(labels, target="exp2", k=None):
-    """Target scores from labels: 2^l - 1 or l; with k, the values below label-sorted
-    position k replaced by the smallest value, tied labels sharing their positions' mean."""
-    n = len(labels)
-    y = sorted(range(n), key=lambda i: -labels[i])
-    values = [2.0 ** labels[i] - 1.0 if target == "exp2" else float(labels[i]) for i in y]
-    if k is not None:
-        eps = min(values)
-        values = [v if r < k else eps for r, v in enumerate(values)]
-    by_label = {}
-    for r in range(n):
-        by_label.setdefault(labels[y[r]], []).append(values[r])
-    mean = {label: sum(tied) / len(tied) for label, tied in by_label.items()}
-    return np.array([mean[label] for label in labels])
-
-
 def direct_query_loss(s, lab, eps=1.0, target="exp2", k=None):
     """1/2 (1 - <psi, s> / (|psi| sqrt(|s|^2 + n eps^2))), as written."""
     psi = direct_psi(lab, target, k)

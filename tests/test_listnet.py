@@ -11,43 +11,9 @@ import pytest
 
 from gbrank.objectives._targets import target_scores
 from gbrank.objectives.listnet import ListNet, listnet
-from helpers import fd_diagonal, fd_gradient, fd_gradient_by_query, mq2008, query_sums, random_queries, synthetic, train_both
-
-RANK_MAPS = {
-    "rank_log": math.log,
-    "rank_sqrt": math.sqrt,
-    "rank_linear": lambda m: m,
-    "rank_quadratic": lambda m: m * m,
-    "rank_exp": math.exp,
-}
-
+from helpers import RANK_MAPS, direct_psi, fd_diagonal, fd_gradient, fd_gradient_by_query, mq2008, query_sums, random_queries, synthetic, train_both
 
 # --------------------------------------------------------------------------- references
-def direct_psi(labels, target="exp2", k=None):
-    """The mapping psi written out: values per label-sorted position r = 1..n (m = n + 1 - r),
-    the top-k modification (a common smallest value below position k), and tied labels
-    sharing the mean value of the positions they occupy."""
-    n = len(labels)
-    y = sorted(range(n), key=lambda i: -labels[i])
-    values = []
-    for r in range(1, n + 1):
-        label = labels[y[r - 1]]
-        if target == "exp2":
-            values.append(2.0**label - 1.0)
-        elif target == "linear":
-            values.append(float(label))
-        else:
-            values.append(RANK_MAPS[target](float(n + 1 - r)))
-    if k is not None:
-        eps = min(values)
-        values = [v if r < k else eps for r, v in enumerate(values)]
-    by_label = {}
-    for r in range(n):
-        by_label.setdefault(labels[y[r]], []).append(values[r])
-    mean = {label: sum(tied) / len(tied) for label, tied in by_label.items()}
-    return np.array([mean[label] for label in labels])
-
-
 def log_softmax(x):
     m = x.max()
     return x - m - math.log(np.sum(np.exp(x - m)))
