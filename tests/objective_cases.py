@@ -35,10 +35,6 @@ class Case:
         """Whether the factory takes ``keyword`` (by name or through ``**kwargs``)."""
         return _accepts(self.spec.factory(), keyword)
 
-    @property
-    def labels(self) -> str:
-        return self.spec.labels
-
     def __repr__(self) -> str:
         return self.id
 
