@@ -19,13 +19,15 @@ from objective_cases import Case, ids, label_kind, linear_gain, mark_known_gap, 
 
 
 def catalogue():
-    """The cases of this file: (all, integer-label ``2**l - 1`` ones, order-only ones)."""
+    """The cases of this file: (all, the integer-label ``2**l - 1`` ones, the order-only ones,
+    the ``2**l - 1`` ones that take any label with a linear gain)."""
     cases = list(objective_cases().values())
-    return (cases, [c for c in cases if label_kind(c) == "exp2"], [c for c in cases if label_kind(c) == "order"])
+    exp2 = [c for c in cases if label_kind(c) == "exp2"]
+    linear = [c for c in exp2 if linear_gain(c) and label_kind(Case(c.id, c.spec, {**c.kwargs, **linear_gain(c)})) == "any"]
+    return cases, exp2, [c for c in cases if label_kind(c) == "order"], linear
 
 
-CASES, EXP2, ORDER_ONLY = catalogue()
-LINEAR = [c for c in EXP2 if linear_gain(c) and label_kind(Case(c.id, c.spec, {**c.kwargs, **linear_gain(c)})) == "any"]
+CASES, EXP2, ORDER_ONLY, LINEAR = catalogue()
 
 
 @pytest.mark.parametrize("case", CASES, ids=ids(CASES))
