@@ -344,35 +344,6 @@ def test_unavailable_methods_are_reported_not_fatal(tmp_path, monkeypatch):
 
 
 # --------------------------------------------------------------------------- CLI errors
-@pytest.mark.parametrize(
-    "argv, message",
-    [
-        (["--methods", "lgb:nonsense"], "unknown method 'lgb:nonsense'"),
-        (["--methods", "catboost:yetirank"], "a method is <engine>:<objective>"),
-        (["--methods", "lgb:rank_xendcg(k=3)"], "built-in objectives take no arguments"),
-        (["--methods", "lgb:listmle_topk(kk=3)"], "lgb:listmle_topk(kk=3)"),
-        (["--methods", "lgb:listmle_topk(k=0)"], "lgb:listmle_topk(k=0)"),
-        (["--methods", "lgb:listmle_topk(3)"], "keyword arguments"),
-        (["--folds", "1"], "at least 2 folds"),
-        (["--folds", "two"], "expected a positive integer, got 'two'"),
-        (["--rounds", "0"], "expected a positive integer, got 0"),
-        (["--seeds", "a,b"], "comma-separated integers"),
-        (["--seeds", "1,1"], "seeds must be distinct"),
-        (["--data", "/no/such/path.txt"], "no such file or directory"),
-        (["--data", "synthetic:queries"], "must be key=value"),
-        (["--data", "synthetic:colour=3"], "make_ranking"),
-        (["--baseline", "xgb:rank:ndcg", "--methods", "lgb:lambdarank"], "xgb:rank:ndcg is not among --methods"),
-        (["--conventions", "trec"], "invalid choice: 'trec'"),
-        (["--num-leaves", "1"], "--num-leaves: expected at least 2"),
-    ],
-)
-def test_cli_errors_are_clear(argv, message, capsys):
-    with pytest.raises(SystemExit) as info:
-        main(argv)
-    assert info.value.code == 2
-    assert message in capsys.readouterr().err
-
-
 def test_cli_refuses_a_non_empty_out(tmp_path, capsys):
     (tmp_path / "keep.txt").write_text("x")
     with pytest.raises(SystemExit):

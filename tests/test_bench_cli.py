@@ -104,10 +104,27 @@ def test_a_registered_objective_appears_everywhere(toy_objective, capsys):
     assert [r["status"] for r in results.runs] == ["ok"] * 6
 
 
-# --------------------------------------------------------------------------- suggestions
+# --------------------------------------------------------------------------- errors and suggestions
 @pytest.mark.parametrize(
     "argv, message",
     [
+        (["--methods", "lgb:nonsense"], "unknown method 'lgb:nonsense'"),
+        (["--methods", "catboost:yetirank"], "a method is <engine>:<objective>"),
+        (["--methods", "lgb:rank_xendcg(k=3)"], "built-in objectives take no arguments"),
+        (["--methods", "lgb:listmle_topk(kk=3)"], "lgb:listmle_topk(kk=3)"),
+        (["--methods", "lgb:listmle_topk(k=0)"], "lgb:listmle_topk(k=0)"),
+        (["--methods", "lgb:listmle_topk(3)"], "keyword arguments"),
+        (["--folds", "1"], "at least 2 folds"),
+        (["--folds", "two"], "expected a positive integer, got 'two'"),
+        (["--rounds", "0"], "expected a positive integer, got 0"),
+        (["--seeds", "a,b"], "comma-separated integers"),
+        (["--seeds", "1,1"], "seeds must be distinct"),
+        (["--data", "/no/such/path.txt"], "no such file or directory"),
+        (["--data", "synthetic:queries"], "must be key=value"),
+        (["--data", "synthetic:colour=3"], "make_ranking"),
+        (["--baseline", "xgb:rank:ndcg", "--methods", "lgb:lambdarank"], "xgb:rank:ndcg is not among --methods"),
+        (["--conventions", "trec"], "invalid choice: 'trec'"),
+        (["--num-leaves", "1"], "--num-leaves: expected at least 2"),
         (["--methods", "lgb:listmle_topl"], "did you mean 'lgb:listmle_topk'?"),
         (["--methods", "lbg:lambdarank"], "did you mean 'lgb:lambdarank'?"),
         (["--methods", "xgb:rank:ndgc"], "did you mean 'xgb:rank:ndcg'?"),
@@ -121,7 +138,7 @@ def test_a_registered_objective_appears_everywhere(toy_objective, capsys):
         (["--data", "tabel:x.csv"], "did you mean table:x.csv?"),
     ],
 )
-def test_typos_suggest_the_closest_name(argv, message, capsys):
+def test_cli_errors_are_clear_and_typos_suggest_the_closest_name(argv, message, capsys):
     with pytest.raises(SystemExit) as info:
         cli.main(argv)
     assert info.value.code == 2

@@ -2,36 +2,18 @@
 
 from __future__ import annotations
 
-import functools
 import math
 import pickle
 
 import numpy as np
 import pytest
 
-import gbrank
-from gbrank._data_dir import data_dir
 from gbrank.metrics import ndcg
 from gbrank.objectives.cosine import Cosine, cosine
+from helpers import XGB_PARAMS, direct_psi, fd_diagonal, fd_gradient_by_query, lgb_params, mq2008, random_queries, synthetic
 
 
 # --------------------------------------------------------------------------- references
-def direct_psi(labels, target="exp2", k=None):
-    """Target scores from labels: 2^l - 1 or l; with k, the values below label-sorted
-    position k replaced by the smallest value, tied labels sharing their positions' mean."""
-    n = len(labels)
-    y = sorted(range(n), key=lambda i: -labels[i])
-    values = [2.0 ** labels[i] - 1.0 if target == "exp2" else float(labels[i]) for i in y]
-    if k is not None:
-        eps = min(values)
-        values = [v if r < k else eps for r, v in enumerate(values)]
-    by_label = {}
-    for r in range(n):
-        by_label.setdefault(labels[y[r]], []).append(values[r])
-    mean = {label: sum(tied) / len(tied) for label, tied in by_label.items()}
-    return np.array([mean[label] for label in labels])
-
-
 def direct_query_loss(s, lab, eps=1.0, target="exp2", k=None):
     """1/2 (1 - <psi, s> / (|psi| sqrt(|s|^2 + n eps^2))), as written."""
     psi = direct_psi(lab, target, k)
@@ -49,41 +31,6 @@ def direct_loss(scores, labels, sizes, **kw):
         total += direct_query_loss(scores[start : start + size], labels[start : start + size], **kw)
         start += size
     return total
-
-
-def numeric_grad(f, x, h=1e-6):
-    out = np.empty_like(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e[i] = h
-        out[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return out
-
-
-def numeric_grad_by_query(query_loss, scores, labels, sizes):
-    out, start = [], 0
-    for size in sizes:
-        lab = labels[start : start + size]
-        out.append(numeric_grad(lambda s: query_loss(s, lab), scores[start : start + size]))
-        start += size
-    return np.concatenate(out)
-
-
-def numeric_diag(f, x, h=1e-5):
-    out = np.empty_like(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e[i] = h
-        out[i] = (f(x + e)[i] - f(x - e)[i]) / (2 * h)
-    return out
-
-
-def random_queries(rng, n_queries, max_docs=50, n_levels=4, scale=1.0, min_docs=1):
-    sizes = rng.integers(min_docs, max_docs + 1, size=n_queries)
-    n = int(sizes.sum())
-    labels = rng.integers(0, n_levels, size=n).astype(float)
-    scores = rng.normal(scale=scale, size=n)
-    return labels, scores, sizes
 
 
 def query_norms(scores, sizes, eps):
@@ -108,7 +55,7 @@ def test_gradient_matches_finite_differences(name, kw, make, scale):
     labels, scores, sizes = random_queries(rng, 6, scale=scale)
     obj = make()
     assert obj.loss(labels, scores, sizes) == pytest.approx(direct_loss(scores, labels, sizes, **kw), rel=1e-12)
-    num_g = numeric_grad_by_query(lambda s, lab: direct_query_loss(s, lab, **kw), scores, labels, sizes)
+    num_g = fd_gradient_by_query(lambda s, lab: direct_query_loss(s, lab, **kw), scores, labels, sizes)
     np.testing.assert_allclose(obj.grad_hess(labels, scores, sizes)[0], num_g, atol=1e-7, rtol=1e-6)
 
 
@@ -125,7 +72,7 @@ def test_surrogate_hessian_is_positive_and_bounds_the_exact_diagonal(eps):
     norms = query_norms(scores, sizes, eps)
     np.testing.assert_allclose(hess[active], 0.5 / norms[active] ** 2, rtol=1e-13)
     assert hess[active].min() > 0
-    exact = numeric_diag(lambda s: obj.grad_hess(labels, s, sizes)[0], scores)
+    exact = fd_diagonal(lambda s: obj.grad_hess(labels, s, sizes)[0], scores)
     assert np.all(np.abs(exact) <= 6.0 * hess + 1e-8)
     assert exact[active].min() < 0 < exact[active].max()
 
@@ -219,32 +166,9 @@ def test_ten_thousand_document_query(target):
         assert obj.loss(labels, scores, [n]) == pytest.approx(direct_query_loss(scores, labels), rel=1e-10)
 
 
-def test_float32_input_is_promoted():
-    rng = np.random.default_rng(6)
-    labels, scores, sizes = random_queries(rng, 5)
-    obj = cosine()
-    g64 = obj.grad_hess(labels, scores.astype(np.float32).astype(np.float64), sizes)[0]
-    g32 = obj.grad_hess(labels.astype(np.float32), scores.astype(np.float32), sizes.astype(np.int32))[0]
-    assert g32.dtype == np.float64
-    np.testing.assert_array_equal(g32, g64)
-
-
 # --------------------------------------------------------------------------- bad input
-@pytest.mark.parametrize(
-    "labels,scores,group,message",
-    [
-        ([1, 0, 2], [0.1, np.nan, 0.3], [3], "NaN at row 1 \\(query 0\\)"),
-        ([1, 0, 2], [0.1, np.inf, 0.3], [3], "inf at row 1"),
-        ([1, 0, 2], [0.1, 0.2, 0.3], [1, 1], "sum to 2 but there are 3 rows"),
-        ([1, -1, 2], [0.1, 0.2, 0.3], [3], "non-negative"),
-        ([1, 0.5, 2], [0.1, 0.2, 0.3], [3], "integers with target='exp2'"),
-    ],
-)
-def test_bad_input_raises_a_clear_error(labels, scores, group, message):
-    with pytest.raises(ValueError, match=message):
-        cosine().grad_hess(np.array(labels, dtype=float), np.array(scores), group)
-
-
+# (bad scores, groups and labels, and float32 input: the registry-driven catalogue in
+# test_bad_input_objectives.py, for every registered objective)
 @pytest.mark.parametrize(
     "kwargs,message",
     [
@@ -261,11 +185,6 @@ def test_bad_parameters_raise(kwargs, message):
 
 
 # --------------------------------------------------------------------------- protocol
-def test_top_level_factory():
-    for _ in range(2):
-        assert gbrank.cosine is cosine
-
-
 def test_repr_and_pickle():
     obj = cosine(k=10, target="linear", eps=0.5)
     assert repr(obj) == "cosine(k=10, target='linear', eps=0.5, ignore_all_equal=True, hess_floor=1e-06, hess_scale=1.0)"
@@ -280,36 +199,6 @@ def test_repr_and_pickle():
 lgb = pytest.importorskip("lightgbm")
 xgb = pytest.importorskip("xgboost")
 
-LGB_PARAMS = {"metric": "None", "verbose": -1, "num_threads": 2, "learning_rate": 0.1, "num_leaves": 15,
-              "min_data_in_leaf": 10, "seed": 1, "deterministic": True}
-XGB_PARAMS = {"eta": 0.1, "max_depth": 4, "min_child_weight": 1e-3, "nthread": 2, "seed": 1}
-
-
-def synthetic(seed, n_queries):
-    rng = np.random.default_rng(seed)
-    sizes = rng.integers(5, 25, size=n_queries)
-    n = int(sizes.sum())
-    X = rng.normal(size=(n, 6))
-    latent = X[:, 0] + 0.5 * X[:, 1] ** 2 + 0.3 * rng.normal(size=n)
-    y = np.digitize(latent, np.quantile(latent, [0.6, 0.85, 0.95])).astype(float)
-    return X, y, sizes
-
-
-def mq2008():
-    root = data_dir()
-    if root is None or not (root / "letor4_mq2008").is_dir():
-        pytest.skip("LETOR data not found (set GBRANK_DATA_DIR)")
-    return _load_mq2008(str(root / "letor4_mq2008"))
-
-
-@functools.lru_cache(maxsize=1)
-def _load_mq2008(path):
-    from gbrank.datasets import load_letor_fold
-
-    fold = load_letor_fold(path, 1)
-    return (fold.train.X, fold.train.y, fold.train.group), (fold.test.X, fold.test.y, fold.test.group)
-
-
 @pytest.mark.parametrize("make", [cosine, lambda: cosine(k=10, target="linear")], ids=["exp2", "top10_linear"])
 @pytest.mark.parametrize("data", ["synthetic", "mq2008"])
 def test_training_decreases_the_loss_and_improves_heldout_ndcg(make, data):
@@ -318,7 +207,7 @@ def test_training_decreases_the_loss_and_improves_heldout_ndcg(make, data):
     rounds = 10
     baseline = ndcg(yt, np.zeros(yt.size), st, k=10)
 
-    booster = lgb.train({**LGB_PARAMS, "objective": obj}, lgb.Dataset(X, y, group=sizes), num_boost_round=rounds)
+    booster = lgb.train(lgb_params(objective=obj), lgb.Dataset(X, y, group=sizes), num_boost_round=rounds)
     losses = [obj.loss(y, booster.predict(X, num_iteration=i, raw_score=True), sizes) for i in range(1, rounds + 1)]
     start = obj.loss(y, np.zeros(y.size), sizes)
     # each round lowers the training loss (the surrogate hessian gives damped Newton steps)

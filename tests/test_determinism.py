@@ -17,47 +17,28 @@ import numpy as np
 import pytest
 
 import gbrank
+from helpers import lgb_params, small_data, xgb_params
+from objective_cases import ids, objective_cases, randomised
 
 lgb = pytest.importorskip("lightgbm")
 xgb = pytest.importorskip("xgboost")
 
-# name -> factory(seed); seed only matters for the randomised objectives
-OBJECTIVES = {
-    "listmle": lambda seed=0: gbrank.listmle(seed=seed),  # ties="random"
-    "listmle_score": lambda seed=0: gbrank.listmle(ties="score"),
-    "listmle_topk": lambda seed=0: gbrank.listmle_topk(k=3, seed=seed),
-    "wlistmle": lambda seed=0: gbrank.wlistmle(seed=seed),
-    "plackett_luce": lambda seed=0: gbrank.plackett_luce([1.0, 0.6, 0.3], seed=seed),
-    "ranknet": lambda seed=0: gbrank.ranknet(),
-    "ranknet_truncated": lambda seed=0: gbrank.ranknet(truncation=3),
-    "wranknet": lambda seed=0: gbrank.wranknet(),
-    "listnet": lambda seed=0: gbrank.listnet(),
-    "listnet_k2": lambda seed=0: gbrank.listnet(k=2),
-    "listnet_k3": lambda seed=0: gbrank.listnet(k=3),
-    "listnet_k3_sampled": lambda seed=0: gbrank.listnet(k=3, exact_limit=0, n_samples=4, seed=seed),
-    "cosine": lambda seed=0: gbrank.cosine(),
-    "ndcg_boost": lambda seed=0: gbrank.ndcg_boost(),
-    "lambdarank": lambda seed=0: gbrank.lambdarank(),
-    "lambdarank_err": lambda seed=0: gbrank.lambdarank("err", k=5),
-    "lambdaloss": lambda seed=0: gbrank.lambdaloss(),
-}
-RANDOMISED = ["listmle", "listmle_topk", "wlistmle", "plackett_luce", "listnet_k3_sampled"]
-NAMES = list(OBJECTIVES)
+def catalogue():
+    """(every registered objective and example, the randomised ones among them)."""
+    cases = list(objective_cases().values())
+    return cases, [case for case in cases if randomised(case)]
 
-LGB_PARAMS = {"metric": "None", "verbose": -1, "num_threads": 2, "num_leaves": 7, "min_data_in_leaf": 5,
-              "learning_rate": 0.3, "deterministic": True, "seed": 7}
-XGB_PARAMS = {"max_depth": 3, "eta": 0.3, "min_child_weight": 1e-3, "nthread": 2, "seed": 7}
+
+CASES, RANDOMISED = catalogue()
+
+LGB_PARAMS = lgb_params(num_leaves=7, min_data_in_leaf=5, learning_rate=0.3, seed=7)
+XGB_PARAMS = xgb_params(max_depth=3, eta=0.3, nthread=2, seed=7)
 ROUNDS = 5
 
 
 def make_data(seed, n_queries=25):
     """Queries of 5..14 documents with many tied labels 0..3."""
-    rng = np.random.default_rng(seed)
-    sizes = rng.integers(5, 15, size=n_queries)
-    n = int(sizes.sum())
-    X = rng.normal(size=(n, 5))
-    y = np.clip(np.round(X[:, 0] + 0.7 * X[:, 1] + 0.6 * rng.normal(size=n) + 1.0), 0, 3)
-    return X, y, sizes
+    return small_data(seed, n_queries, 5, min_docs=5, max_docs=14, second=0.7, noise=0.6)
 
 
 DATA_A = make_data(1)
@@ -107,21 +88,21 @@ TRAIN = {"lgb.train": lgb_model, "LGBMRanker": ranker_model, "xgb.train": xgb_mo
 
 # =========================================================================== same seeds
 @pytest.mark.parametrize("engine", list(TRAIN))
-@pytest.mark.parametrize("name", NAMES)
-def test_same_seeds_give_bit_identical_models(engine, name):
+@pytest.mark.parametrize("case", CASES, ids=ids(CASES))
+def test_same_seeds_give_bit_identical_models(engine, case):
     train = TRAIN[engine]
-    first = train(OBJECTIVES[name](seed=11), DATA_A)
-    assert train(OBJECTIVES[name](seed=11), DATA_A) == first  # a fresh object
-    reused = OBJECTIVES[name](seed=11)
+    first = train(case.build(seed=11), DATA_A)
+    assert train(case.build(seed=11), DATA_A) == first  # a fresh object
+    reused = case.build(seed=11)
     train(reused, DATA_B)
     assert train(reused, DATA_A) == first  # an object that trained on other data before
     assert train(copy.deepcopy(reused), DATA_A) == first  # a copy, as lgb.train makes
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_the_models_train_and_are_not_trivial(name):
+@pytest.mark.parametrize("case", CASES, ids=ids(CASES))
+def test_the_models_train_and_are_not_trivial(case):
     # guards the comparisons above: every objective grows real trees on this data
-    booster = xgb_booster(OBJECTIVES[name](), DATA_A)
+    booster = xgb_booster(case.build(), DATA_A)
     X, y, sizes = DATA_A
     pred = booster.predict(xgb.DMatrix(X))
     assert np.isfinite(pred).all() and np.unique(pred).size > 10
@@ -129,18 +110,18 @@ def test_the_models_train_and_are_not_trivial(name):
 
 # =========================================================================== other seeds
 @pytest.mark.parametrize("engine", ["lgb.train", "xgb.train"])
-@pytest.mark.parametrize("name", RANDOMISED)
-def test_another_objective_seed_gives_another_model(engine, name):
+@pytest.mark.parametrize("case", RANDOMISED, ids=ids(RANDOMISED))
+def test_another_objective_seed_gives_another_model(engine, case):
     train = TRAIN[engine]
-    assert train(OBJECTIVES[name](seed=1), DATA_A) != train(OBJECTIVES[name](seed=2), DATA_A)
+    assert train(case.build(seed=1), DATA_A) != train(case.build(seed=2), DATA_A)
 
 
-@pytest.mark.parametrize("name", RANDOMISED)
-def test_the_seed_changes_the_gradient_not_its_law(name):
+@pytest.mark.parametrize("case", RANDOMISED, ids=ids(RANDOMISED))
+def test_the_seed_changes_the_gradient_not_its_law(case):
     # same scores, other seed: other draws; the average over seeds approaches the same mean
     X, y, sizes = DATA_A
     scores = np.random.default_rng(3).normal(size=y.size)
-    grads = np.array([OBJECTIVES[name](seed=s).grad_hess(y, scores, sizes)[0] for s in range(200)])
+    grads = np.array([case.build(seed=s).grad_hess(y, scores, sizes)[0] for s in range(200)])
     assert not np.array_equal(grads[0], grads[1])
     half = grads[:100].mean(axis=0) - grads[100:].mean(axis=0)
     spread = grads.std(axis=0) / np.sqrt(100) + 1e-12
@@ -172,9 +153,9 @@ def run_in_threads(jobs):
 
 
 @pytest.mark.parametrize("engine", ["lgb.train", "xgb.train"])
-@pytest.mark.parametrize("name", NAMES)
-def test_one_objective_in_two_threads_gives_the_sequential_models(engine, name):
-    obj = OBJECTIVES[name](seed=5)
+@pytest.mark.parametrize("case", CASES, ids=ids(CASES))
+def test_one_objective_in_two_threads_gives_the_sequential_models(engine, case):
+    obj = case.build(seed=5)
     if engine == "lgb.train":
         shared = Shared(obj)
         params = {**LGB_PARAMS, "num_threads": 1}
@@ -192,15 +173,15 @@ def test_one_objective_in_two_threads_gives_the_sequential_models(engine, name):
     assert run_in_threads([lambda: train(DATA_B), lambda: train(DATA_A)]) == sequential[::-1]
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_concurrent_calls_on_many_datasets(name):
+@pytest.mark.parametrize("case", CASES, ids=ids(CASES))
+def test_concurrent_calls_on_many_datasets(case):
     # six datasets through one object from three threads: more than its cache holds, so
     # states are evicted and rebuilt while other threads read them
     datasets = [make_data(10 + i, n_queries=6) for i in range(6)]
     rng = np.random.default_rng(0)
     scores = [rng.normal(size=d[1].size) for d in datasets]
-    obj = OBJECTIVES[name](seed=9)
-    expected = [OBJECTIVES[name](seed=9).grad_hess(d[1], s, d[2]) for d, s in zip(datasets, scores)]
+    obj = case.build(seed=9)
+    expected = [case.build(seed=9).grad_hess(d[1], s, d[2]) for d, s in zip(datasets, scores)]
 
     def job(offset):
         def run():
@@ -220,13 +201,13 @@ def test_concurrent_calls_on_many_datasets(name):
 # =========================================================================== estimators
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("engine", ["lightgbm", "xgboost"])
-@pytest.mark.parametrize("name", RANDOMISED)
-def test_ranker_same_seeds_same_model_other_seed_other_model(engine, name):
+@pytest.mark.parametrize("case", RANDOMISED, ids=ids(RANDOMISED))
+def test_ranker_same_seeds_same_model_other_seed_other_model(engine, case):
     X, y, sizes = DATA_A
 
     def fit(seed, random_state=3):
         # subsampling makes the engine's own seed matter too
-        model = gbrank.Ranker(OBJECTIVES[name](seed=seed), engine=engine, n_estimators=ROUNDS, subsample=0.8,
+        model = gbrank.Ranker(case.build(seed=seed), engine=engine, n_estimators=ROUNDS, subsample=0.8,
                               n_jobs=2, random_state=random_state)
         model.fit(X, y, group=sizes)
         booster = model.booster_

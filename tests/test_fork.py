@@ -83,24 +83,24 @@ def check_layer(out: str) -> None:
 needs_fork = pytest.mark.skipif(not FORK, reason="no fork start method on this platform")
 
 
-@needs_fork
-def test_multiprocessing_fork_after_parallel_kernel():
-    out = run_python(PRELUDE + textwrap.dedent("""
+# pools that fork the process after a parallel kernel ran: ``got`` must hold four results
+FORKING_POOLS = {
+    "multiprocessing-fork": """
         import multiprocessing
         with multiprocessing.get_context("fork").Pool(2) as pool:
             got = pool.map(work, range(4))
-        assert got == [expected] * 4, (got, expected)
-        print("ok")
-    """))
-    check_layer(out)
-    assert out.rstrip().endswith("ok")
+    """,
+    "joblib-multiprocessing": """
+        from joblib import Parallel, delayed
+        got = Parallel(n_jobs=2, backend="multiprocessing")(delayed(work)(i) for i in range(4))
+    """,
+}
 
 
 @needs_fork
-def test_joblib_multiprocessing_backend_after_parallel_kernel():
-    out = run_python(PRELUDE + textwrap.dedent("""
-        from joblib import Parallel, delayed
-        got = Parallel(n_jobs=2, backend="multiprocessing")(delayed(work)(i) for i in range(4))
+@pytest.mark.parametrize("pool", list(FORKING_POOLS))
+def test_forking_pools_after_parallel_kernel(pool):
+    out = run_python(PRELUDE + textwrap.dedent(FORKING_POOLS[pool]) + textwrap.dedent("""
         assert got == [expected] * 4, (got, expected)
         print("ok")
     """))

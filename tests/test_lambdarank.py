@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 import pickle
 
@@ -10,10 +9,10 @@ import numpy as np
 import pytest
 
 import gbrank
-from gbrank._data_dir import data_dir
 from gbrank.metrics import err, mean_average_precision, mean_reciprocal_rank, ndcg
 from gbrank.objectives._pairwise import PairSettings, swap_deltas
 from gbrank.objectives.lambdarank import LambdaLoss, LambdaRank, lambdaloss, lambdarank
+from helpers import fd_gradient, fd_second, lgb_params, mq2008, random_queries
 
 LN2 = math.log(2.0)
 NORM_EPS = float(np.float32(0.01))
@@ -118,30 +117,9 @@ def direct_loss(weights, s, s0, *, c, sigma=1.0, norm=False):
     return terms * factor
 
 
-def numeric_grad(f, x, h=1e-6):
-    out = np.empty_like(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e[i] = h
-        out[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return out
-
-
-def numeric_diag2(f, x, h=1e-4):
-    out = np.empty_like(x)
-    f0 = f(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e[i] = h
-        out[i] = (f(x + e) - 2 * f0 + f(x - e)) / h**2
-    return out
-
-
 def random_query(seed, n=9, n_levels=4, ties=True):
-    rng = np.random.default_rng(seed)
-    lab = rng.integers(0, n_levels, size=n).astype(float)
-    s = np.round(rng.normal(size=n), 1) if ties else rng.normal(size=n)
-    return lab, s
+    labels, scores, _ = random_queries(seed, sizes=[n], n_levels=n_levels, tied_scores=ties)
+    return labels, scores
 
 
 # (name, objective, direct kind, direct keywords, c, norm)
@@ -197,11 +175,11 @@ def test_gradient_and_hessian_match_the_direct_loss_with_fixed_weights(name, mak
     moved = s0 + np.linspace(-0.3, 0.4, 9)
     assert obj.fixed_weight_loss(lab, moved, [9], at=s0) == pytest.approx(direct(moved), rel=1e-12)
     grad, hess = obj.grad_hess(lab, s0, [9])
-    np.testing.assert_allclose(grad, numeric_grad(direct, s0), rtol=1e-6, atol=1e-8)
-    np.testing.assert_allclose(hess, numeric_diag2(direct, s0), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(grad, fd_gradient(direct, s0), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(hess, fd_second(direct, s0), rtol=1e-4, atol=1e-6)
     # and the fixed-weight loss the objective evaluates has that gradient too
     np.testing.assert_allclose(
-        grad, numeric_grad(lambda s: obj.fixed_weight_loss(lab, s, [9], at=s0), s0), rtol=1e-6, atol=1e-8
+        grad, fd_gradient(lambda s: obj.fixed_weight_loss(lab, s, [9], at=s0), s0), rtol=1e-6, atol=1e-8
     )
 
 
@@ -314,7 +292,7 @@ def test_per_row_factors_and_shares():
         assert np.dot(a[lo:hi], as_high[lo:hi]) == pytest.approx(loss[q], rel=1e-12)
         assert np.dot(b[lo:hi], as_low[lo:hi]) == pytest.approx(loss[q], rel=1e-12)
     grad, _ = pairs.grad_hess(s, high=a, low=b)
-    fd = numeric_grad(lambda x: pairs.loss(x, high=a, low=b, at=s).sum(), s)
+    fd = fd_gradient(lambda x: pairs.loss(x, high=a, low=b, at=s).sum(), s)
     np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-9)
 
 
@@ -382,8 +360,7 @@ def test_top_level_factories_repr_and_pickle():
 # --------------------------------------------------------------------------- LightGBM
 lgb = pytest.importorskip("lightgbm")
 
-LGB_PARAMS = {"metric": "None", "verbose": -1, "num_threads": 2, "learning_rate": 0.1, "num_leaves": 31,
-              "min_data_in_leaf": 20, "seed": 1, "deterministic": True}
+LGB_PARAMS = lgb_params(num_leaves=31, min_data_in_leaf=20)
 
 
 def leaf_values(booster, tree=0):
@@ -410,14 +387,6 @@ def synthetic(seed, n_queries, n_levels=5):
     return X, y, sizes
 
 
-@functools.lru_cache(maxsize=1)
-def _mq2008(path):
-    from gbrank.datasets import load_letor_fold
-
-    fold = load_letor_fold(path, 1)
-    return (fold.train.X, fold.train.y, fold.train.group), (fold.test.X, fold.test.y, fold.test.group)
-
-
 def test_first_tree_matches_lightgbm_lambdarank():
     X, y, sizes = synthetic(0, 150)
     params = {**LGB_PARAMS, "lambdarank_truncation_level": 10}
@@ -435,10 +404,7 @@ def test_first_tree_matches_lightgbm_lambdarank():
 
 @pytest.mark.slow
 def test_hundred_rounds_match_lightgbm_lambdarank_on_mq2008():
-    root = data_dir()
-    if root is None or not (root / "letor4_mq2008").is_dir():
-        pytest.skip("LETOR data not found (set GBRANK_DATA_DIR)")
-    (X, y, sizes), (Xt, yt, st) = _mq2008(str(root / "letor4_mq2008"))
+    (X, y, sizes), (Xt, yt, st) = mq2008()
     builtin = lgb.train({**LGB_PARAMS, "objective": "lambdarank"}, lgb.Dataset(X, y, group=sizes), num_boost_round=100)
     ours = lgb.train({**LGB_PARAMS, "objective": lambdarank()}, lgb.Dataset(X, y, group=sizes), num_boost_round=100)
     np.testing.assert_allclose(leaf_values(ours), leaf_values(builtin), rtol=1e-4)

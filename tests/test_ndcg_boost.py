@@ -14,6 +14,7 @@ import pytest
 
 import gbrank
 from gbrank.objectives.ndcg_boost import NDCGBoostObjective, document_weights, ndcg_boost
+from helpers import fd_gradient, ohsumed_fold
 
 
 # --------------------------------------------------------------------------- the paper, directly
@@ -81,17 +82,6 @@ def random_queries(rng, n_queries=12, max_docs=50, max_label=3, score_scale=1.5)
     return labels, scores, sizes
 
 
-def central_difference(fun, x, h=1e-5):
-    grad = np.empty_like(x)
-    for i in range(x.size):
-        xp = x.copy()
-        xm = x.copy()
-        xp[i] += h
-        xm[i] -= h
-        grad[i] = (fun(xp) - fun(xm)) / (2 * h)
-    return grad
-
-
 # --------------------------------------------------------------------------- value and gradient
 @pytest.mark.parametrize("seed", range(4))
 def test_loss_is_eq11_summed_over_queries(seed):
@@ -104,7 +94,7 @@ def test_loss_is_eq11_summed_over_queries(seed):
 def test_gradient_matches_finite_differences_of_eq11(seed):
     labels, s, sizes = random_queries(np.random.default_rng(100 + seed))
     grad, _ = ndcg_boost().grad_hess(labels, s, sizes)
-    fd = central_difference(lambda x: relaxation_direct(labels, 2 * x, sizes).sum(), s)
+    fd = fd_gradient(lambda x: relaxation_direct(labels, 2 * x, sizes).sum(), s)
     np.testing.assert_allclose(grad, fd, rtol=0, atol=1e-6)
 
 
@@ -116,7 +106,7 @@ def test_weights_are_eq16_and_minus_half_the_score_gradient(seed):
     np.testing.assert_allclose(w, weights_direct(labels, F, sizes), rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(m, relaxation_direct(labels, F, sizes), rtol=1e-12)
     # w = -dM/dF (finite differences in F) ...
-    fd_F = central_difference(lambda x: relaxation_direct(labels, x, sizes).sum(), F)
+    fd_F = fd_gradient(lambda x: relaxation_direct(labels, x, sizes).sum(), F)
     np.testing.assert_allclose(w, -fd_F, atol=1e-6)
     # ... = -1/2 dM/ds with F = 2s, and the objective's gradient is -2 w.
     grad, _ = ndcg_boost().grad_hess(labels, s, sizes)
@@ -283,17 +273,6 @@ def test_protocol_repr_and_pickle():
 
 
 # --------------------------------------------------------------------------- engines, real data
-def _ohsumed_fold(fold=1):
-    from gbrank._data_dir import data_dir
-
-    root = data_dir()
-    if root is None or not (root / "letor3_ohsumed" / "QueryLevelNorm" / f"Fold{fold}").is_dir():
-        pytest.skip("OHSUMED (../shared/data/letor3_ohsumed) is not available")
-    from gbrank.datasets import load_letor_fold
-
-    return load_letor_fold(root / "letor3_ohsumed" / "QueryLevelNorm", fold)
-
-
 # The initial (all-zero) model's NDCG is that of a random order (ties="average"): LETOR
 # files list a query's documents in an informative order, which "input" would credit to it.
 @pytest.mark.slow
@@ -301,7 +280,7 @@ def test_trains_in_lightgbm_and_improves_heldout_ndcg():
     lgb = pytest.importorskip("lightgbm")
     from gbrank.metrics import ndcg
 
-    train, _, test = _ohsumed_fold()
+    train, _, test = ohsumed_fold()
     dtrain = lgb.Dataset(train.X, train.y, group=train.group)
     params = {
         "objective": ndcg_boost(),
@@ -327,7 +306,7 @@ def test_trains_in_xgboost_and_improves_heldout_ndcg():
     xgb = pytest.importorskip("xgboost")
     from gbrank.metrics import ndcg
 
-    train, _, test = _ohsumed_fold()
+    train, _, test = ohsumed_fold()
     dtrain = xgb.DMatrix(train.X, train.y, group=train.group)
     params = {"max_depth": 3, "eta": 0.1, "min_child_weight": 0.0, "nthread": 2, "seed": 0, "base_score": 0.0}
     booster = xgb.train(params, dtrain, num_boost_round=40, obj=ndcg_boost())

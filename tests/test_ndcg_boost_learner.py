@@ -11,6 +11,7 @@ from sklearn.base import clone
 
 from gbrank.ndcg_boost_learner import NDCGBoost, best_stump, step_size
 from gbrank.objectives.ndcg_boost import ndcg_boost, prepare_queries, step_sums
+from helpers import ohsumed_fold
 
 
 # --------------------------------------------------------------------------- the paper, directly
@@ -25,47 +26,38 @@ def gamma(fi, fj) -> float:
     return math.exp(d) / (1.0 + math.exp(d)) ** 2
 
 
-def relaxation_mean(labels, F, sizes) -> float:
-    """Eq. (11) with the paper's 1/n: mean over queries of M_q."""
-    total, start = 0.0, 0
+def ordered_pairs(labels, sizes):
+    """(row of i, row of j, labels of their query, its ideal DCG) for every ordered pair
+    i != j of every query with a relevant document."""
+    start = 0
     for n in sizes:
-        r, f = labels[start : start + n], F[start : start + n]
+        r = labels[start : start + n]
         z = ideal_dcg(r)
         if z > 0:
             for i in range(n):
                 for j in range(n):
                     if i != j:
-                        total += (2.0 ** r[i] - 1.0) / z / (1.0 + math.exp(f[i] - f[j]))
+                        yield start + i, start + j, r[i], r[j], z
         start += n
+
+
+def relaxation_mean(labels, F, sizes) -> float:
+    """Eq. (11) with the paper's 1/n: mean over queries of M_q."""
+    total = sum((2.0**ri - 1.0) / z / (1.0 + math.exp(F[i] - F[j])) for i, j, ri, _, z in ordered_pairs(labels, sizes))
     return total / len(sizes)
 
 
 def appendix_b_bound(labels, F, f, sizes, alpha) -> float:
     """U(alpha) = M(F) + 1/n sum_k sum_{i,j} (2^{r_i}-1)/Z_k theta_ij (exp(alpha (f_j - f_i)) - 1)."""
-    total, start = 0.0, 0
-    for n in sizes:
-        r, x, h = labels[start : start + n], F[start : start + n], f[start : start + n]
-        z = ideal_dcg(r)
-        if z > 0:
-            for i in range(n):
-                for j in range(n):
-                    if i != j:
-                        total += (2.0 ** r[i] - 1.0) / z * gamma(x[i], x[j]) * (math.exp(alpha * (h[j] - h[i])) - 1.0)
-        start += n
+    total = sum((2.0**ri - 1.0) / z * gamma(F[i], F[j]) * (math.exp(alpha * (f[j] - f[i])) - 1.0)
+                for i, j, ri, _, z in ordered_pairs(labels, sizes))
     return relaxation_mean(labels, F, sizes) + total / len(sizes)
 
 
 def eq16_weights(labels, F, sizes) -> np.ndarray:
-    w, start = np.zeros(len(labels)), 0
-    for n in sizes:
-        r, x = labels[start : start + n], F[start : start + n]
-        z = ideal_dcg(r)
-        if z > 0:
-            for i in range(n):
-                for j in range(n):
-                    if i != j:
-                        w[start + i] += (2.0 ** r[i] - 2.0 ** r[j]) / z * gamma(x[i], x[j])
-        start += n
+    w = np.zeros(len(labels))
+    for i, j, ri, rj, z in ordered_pairs(labels, sizes):
+        w[i] += (2.0**ri - 2.0**rj) / z * gamma(F[i], F[j])
     return w
 
 
@@ -335,22 +327,11 @@ def test_bad_input_gives_clear_errors():
 
 
 # --------------------------------------------------------------------------- real data
-def _ohsumed_fold(fold=1):
-    from gbrank._data_dir import data_dir
-
-    root = data_dir()
-    if root is None or not (root / "letor3_ohsumed" / "QueryLevelNorm" / f"Fold{fold}").is_dir():
-        pytest.skip("OHSUMED (../shared/data/letor3_ohsumed) is not available")
-    from gbrank.datasets import load_letor_fold
-
-    return load_letor_fold(root / "letor3_ohsumed" / "QueryLevelNorm", fold)
-
-
 @pytest.mark.slow
 def test_M_never_increases_on_ohsumed_and_test_ndcg_improves():
     from gbrank.metrics import ndcg
 
-    train, _, test = _ohsumed_fold()
+    train, _, test = ohsumed_fold()
     model = NDCGBoost(n_estimators=100).fit(train.X, train.y, group=train.group, eval_set=[(test.X, test.y, test.group)], eval_at=(10,))
     M = np.array(model.history_["M"])
     assert len(M) == 100

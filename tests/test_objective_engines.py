@@ -11,22 +11,16 @@ import pytest
 
 import gbrank
 from gbrank.metrics import ndcg
+from helpers import XGB_PARAMS, lgb_params, synthetic
 
 lgb = pytest.importorskip("lightgbm")
 xgb = pytest.importorskip("xgboost")
 
-LGB_PARAMS = {"metric": "None", "verbose": -1, "num_threads": 2, "learning_rate": 0.1, "num_leaves": 15, "min_data_in_leaf": 5, "seed": 1, "deterministic": True}
-XGB_PARAMS = {"eta": 0.1, "max_depth": 4, "min_child_weight": 1e-3, "nthread": 2, "seed": 1}
+LGB_PARAMS = lgb_params(min_data_in_leaf=5)
 
 
 def toy_data(seed=0, n_queries=60):
-    rng = np.random.default_rng(seed)
-    sizes = rng.integers(5, 30, size=n_queries)
-    n = int(sizes.sum())
-    X = rng.normal(size=(n, 6))
-    latent = X[:, 0] + 0.5 * X[:, 1] ** 2 + 0.3 * rng.normal(size=n)
-    y = np.digitize(latent, np.quantile(latent, [0.6, 0.85, 0.95])).astype(float)
-    return X, y, sizes
+    return synthetic(seed, n_queries, max_docs=29)
 
 
 class Recorder:

@@ -10,6 +10,7 @@ import pytest
 
 import gbrank
 from gbrank.objectives.plackett_luce import PlackettLuce
+from helpers import fd_diagonal, fd_gradient, fd_second, random_queries
 
 
 # --------------------------------------------------------------------------- references
@@ -64,27 +65,6 @@ def direct_loss(scores, labels, sizes, kind, **kw):
     return total
 
 
-def numeric_grad_hess(f, x, h=1e-5, h2=1e-3):
-    grad = np.empty_like(x)
-    hess = np.empty_like(x)
-    f0 = f(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e[i] = h
-        grad[i] = (f(x + e) - f(x - e)) / (2 * h)
-        e[i] = h2
-        hess[i] = (f(x + e) - 2 * f0 + f(x - e)) / h2**2
-    return grad, hess
-
-
-def random_queries(rng, n_queries, max_docs=50, n_levels=4):
-    sizes = rng.integers(1, max_docs + 1, size=n_queries)
-    n = int(sizes.sum())
-    labels = rng.integers(0, n_levels, size=n).astype(float)
-    scores = rng.normal(scale=2.0, size=n)
-    return labels, scores, sizes
-
-
 CASES = [
     ("listmle", {}, lambda: gbrank.listmle(ties="input")),
     ("topk", {"k": 1}, lambda: gbrank.listmle_topk(k=1, ties="input")),
@@ -103,29 +83,28 @@ CASES = [
 def test_gradient_and_hessian_match_finite_differences(kind, kw, make, seed, scale):
     """Scores spread over more than 300 within a query take the kernel's log-space path."""
     rng = np.random.default_rng(seed)
-    labels, scores, sizes = random_queries(rng, 6)
-    scores *= scale / 2.0
+    labels, scores, sizes = random_queries(rng, 6, scale=scale)
     obj = make()
     grad, hess = obj.grad_hess(labels, scores, sizes)
     assert obj.loss(labels, scores, sizes) == pytest.approx(direct_loss(scores, labels, sizes, kind, **kw), rel=1e-12)
-    num_g, num_h = numeric_grad_hess(lambda s: direct_loss(s, labels, sizes, kind, **kw), scores)
+    direct = lambda s: direct_loss(s, labels, sizes, kind, **kw)  # noqa: E731
+    num_g = fd_gradient(direct, scores)
+    # second differences of the summed loss of all queries (in the hundreds): a wider step
+    # keeps their rounding noise, eps |f| / h**2, below the tolerance
+    num_h = fd_second(direct, scores, step=1e-3)
     np.testing.assert_allclose(grad, num_g, atol=1e-6, rtol=1e-6)
     # the floor only lifts exact zeros (single-document and constant queries, last positions);
     # second differences of a loss in the thousands carry ~1e-5 of rounding noise
     np.testing.assert_allclose(hess, np.maximum(num_h, obj.hess_floor), atol=2e-5 * max(1.0, scale / 10), rtol=1e-4)
     # the diagonal of the derivative of the (verified) gradient, to tighter tolerance
-    diag = np.empty_like(scores)
-    for i in range(scores.size):
-        e = np.zeros_like(scores)
-        e[i] = 1e-6
-        diag[i] = (obj.grad_hess(labels, scores + e, sizes)[0][i] - obj.grad_hess(labels, scores - e, sizes)[0][i]) / 2e-6
+    diag = fd_diagonal(lambda s: obj.grad_hess(labels, s, sizes)[0], scores)
     np.testing.assert_allclose(hess, np.maximum(diag, obj.hess_floor), atol=1e-6, rtol=1e-5)
     assert hess.min() >= obj.hess_floor
 
 
 def test_user_weights_equal_the_named_members():
     rng = np.random.default_rng(3)
-    labels, scores, sizes = random_queries(rng, 5)
+    labels, scores, sizes = random_queries(rng, 5, scale=2.0)
     topk = gbrank.listmle_topk(k=4, ties="input").grad_hess(labels, scores, sizes)
     table = gbrank.plackett_luce([1, 1, 1, 1], ties="input").grad_hess(labels, scores, sizes)
     func = gbrank.plackett_luce(lambda lab: (np.arange(lab.size) < 4).astype(float), ties="input")
@@ -137,7 +116,7 @@ def test_user_weights_equal_the_named_members():
 
 def test_full_listmle_gradient_sums_to_zero_per_query():
     rng = np.random.default_rng(4)
-    labels, scores, sizes = random_queries(rng, 20)
+    labels, scores, sizes = random_queries(rng, 20, scale=2.0)
     for obj in (gbrank.listmle(), gbrank.listmle_topk(k=5), gbrank.wlistmle()):
         grad, _ = obj.grad_hess(labels, scores, sizes)
         sums = np.add.reduceat(grad, np.concatenate(([0], np.cumsum(sizes)[:-1])))
@@ -197,7 +176,7 @@ def test_random_ties_use_a_consistent_permutation_fresh_per_score_vector():
 
 def test_random_ties_depend_on_the_seed():
     rng = np.random.default_rng(9)
-    labels, scores, sizes = random_queries(rng, 10, n_levels=2)
+    labels, scores, sizes = random_queries(rng, 10, n_levels=2, scale=2.0)
     g0 = gbrank.listmle(seed=0).grad_hess(labels, scores, sizes)[0]
     g0_again = gbrank.listmle(seed=0).grad_hess(labels, scores, sizes)[0]
     g1 = gbrank.listmle(seed=1).grad_hess(labels, scores, sizes)[0]
@@ -219,7 +198,7 @@ def test_permuting_rows_within_queries_permutes_the_outputs():
 
 def test_query_order_does_not_matter():
     rng = np.random.default_rng(11)
-    labels, scores, sizes = random_queries(rng, 8)
+    labels, scores, sizes = random_queries(rng, 8, scale=2.0)
     offsets = np.concatenate(([0], np.cumsum(sizes)))
     rows = np.concatenate([np.arange(offsets[q], offsets[q + 1]) for q in range(7, -1, -1)])
     obj = gbrank.listmle_topk(k=5, ties="input")
@@ -243,7 +222,7 @@ def test_all_equal_and_single_document_queries_get_zero_gradient():
 
 def test_weights_scale_and_floor():
     rng = np.random.default_rng(12)
-    labels, scores, sizes = random_queries(rng, 4)
+    labels, scores, sizes = random_queries(rng, 4, scale=2.0)
     weight = rng.uniform(0, 2, size=labels.size)
     weight[0] = 0.0
     base = gbrank.listmle(ties="input", hess_floor=0.0)
@@ -261,7 +240,7 @@ def test_weights_scale_and_floor():
 @pytest.mark.parametrize("magnitude", [1e4, 1e30])
 def test_extreme_scores_stay_finite(magnitude):
     rng = np.random.default_rng(13)
-    labels, _, sizes = random_queries(rng, 10)
+    labels, _, sizes = random_queries(rng, 10, scale=2.0)
     scores = rng.choice([-magnitude, magnitude, 0.0], size=labels.size)
     for obj in (gbrank.listmle(), gbrank.listmle_topk(k=3), gbrank.wlistmle()):
         grad, hess = obj.grad_hess(labels, scores, sizes)
@@ -287,7 +266,7 @@ def test_ten_thousand_document_query():
 
 def test_float32_input_is_promoted():
     rng = np.random.default_rng(15)
-    labels, scores, sizes = random_queries(rng, 5)
+    labels, scores, sizes = random_queries(rng, 5, scale=2.0)
     obj = gbrank.listmle(ties="input")
     g64 = obj.grad_hess(labels, scores.astype(np.float32).astype(np.float64), sizes)[0]
     g32 = obj.grad_hess(labels.astype(np.float32), scores.astype(np.float32), sizes.astype(np.int32))[0]
@@ -355,13 +334,13 @@ def test_repr_pickle_and_cache():
     obj = gbrank.listmle_topk(k=5, seed=3)
     assert repr(obj).startswith("listmle_topk(k=5, ties='random', seed=3")
     rng = np.random.default_rng(16)
-    labels, scores, sizes = random_queries(rng, 5)
+    labels, scores, sizes = random_queries(rng, 5, scale=2.0)
     g = obj.grad_hess(labels, scores, sizes)[0]
     clone = pickle.loads(pickle.dumps(obj))
     assert isinstance(clone, PlackettLuce) and repr(clone) == repr(obj)
     np.testing.assert_array_equal(clone.grad_hess(labels, scores, sizes)[0], g)
     # a second dataset with one object: the cache is keyed on the data, not on the call order
-    labels2, scores2, sizes2 = random_queries(rng, 5)
+    labels2, scores2, sizes2 = random_queries(rng, 5, scale=2.0)
     g2 = obj.grad_hess(labels2, scores2, sizes2)[0]
     np.testing.assert_array_equal(obj.grad_hess(labels, scores, sizes)[0], g)
     np.testing.assert_array_equal(gbrank.listmle_topk(k=5, seed=3).grad_hess(labels2, scores2, sizes2)[0], g2)

@@ -20,6 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gbrank
+from helpers import fd_gradient, fd_second, offsets_of, scaled_atol
+from objective_cases import Case, fixed_weights, ids, objective_cases, randomised
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -103,6 +105,34 @@ SURROGATE_BOUND = {"cosine_target_k": 6.0, "cosine": 6.0, "ndcg_boost": 1.0, "nd
 TIE_SYMMETRIC = sorted(set(SMOOTH) - PLACKETT_LUCE - {"ips_listnet"}) + sorted(TRUNCATED)
 
 
+# --------------------------------------------------------------------------- the registry
+def smooth_settings(case: Case) -> Case:
+    """The case with ``ties="input"`` where it takes ``ties`` and its example does not set
+    them: label ties broken by row instead of at random."""
+    if case.accepts("ties") and "ties" not in case.kwargs:
+        return Case(case.id, case.spec, {**case.kwargs, "ties": "input"})
+    return case
+
+
+def catalogue():
+    """Every registered objective and example: (id -> factory of every case, the
+    deterministic ones whose derivatives are the loss's, those whose derivatives are the
+    frozen-weight loss's)."""
+    cases = list(objective_cases().values())
+    deterministic = [c for c in map(smooth_settings, cases) if not randomised(c)]
+    frozen = [c for c in deterministic if fixed_weights(c.build())]
+    plain = [c for c in deterministic if c not in frozen]
+    return {f"registry:{c.id}": c.build for c in cases}, plain, frozen
+
+
+REGISTRY, REGISTRY_PLAIN, REGISTRY_FROZEN = catalogue()
+# the objectives of the properties that hold for every objective, draw by draw
+GENERIC = {**ALL, **REGISTRY}
+# and those that hold for the deterministic ones
+DETERMINISTIC = {**{n: ALL[n] for n in sorted({**SMOOTH, **TRUNCATED, **BY_SCORE, **FIXED_WEIGHTS})},
+                 **{f"registry:{c.id}": c.build for c in REGISTRY_PLAIN + REGISTRY_FROZEN}}
+
+
 # --------------------------------------------------------------------------- strategies
 @st.composite
 def queries(draw, *, max_queries=3, max_docs=6, max_label=4, scores=None, distinct_scores=False,
@@ -123,29 +153,6 @@ def queries(draw, *, max_queries=3, max_docs=6, max_label=4, scores=None, distin
         else:
             values += draw(st.lists(scores, min_size=n, max_size=n))
     return np.array(labels, dtype=float), np.array(values, dtype=float), np.array(sizes)
-
-
-def offsets_of(sizes):
-    return np.concatenate(([0], np.cumsum(sizes)))
-
-
-def finite_difference(f, x, h):
-    out = np.empty_like(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e[i] = h
-        out[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return out
-
-
-def second_difference(f, x, h):
-    out = np.empty_like(x)
-    f0 = f(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e[i] = h
-        out[i] = (f(x + e) - 2 * f0 + f(x - e)) / h**2
-    return out
 
 
 def within_query_permutation(rng, sizes):
@@ -178,8 +185,8 @@ def test_gradient_is_the_finite_difference_of_the_loss(name, data):
     y, s, sizes = data
     obj = SMOOTH[name]()
     grad, _ = obj.grad_hess(y, s, sizes)
-    fd = finite_difference(lambda x: obj.loss(y, x, sizes), s, 1e-6)
-    np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-6 * (1 + np.abs(grad).max()))
+    fd = fd_gradient(lambda x: obj.loss(y, x, sizes), s)
+    np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=scaled_atol(grad, 1e-6))
 
 
 @SETTINGS
@@ -188,8 +195,8 @@ def test_truncated_gradient_is_the_finite_difference_between_crossings(data):
     y, s, sizes = data
     obj = TRUNCATED["ranknet_truncated"]()
     grad, _ = obj.grad_hess(y, s, sizes)
-    fd = finite_difference(lambda x: obj.loss(y, x, sizes), s, 1e-6)
-    np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-6 * (1 + np.abs(grad).max()))
+    fd = fd_gradient(lambda x: obj.loss(y, x, sizes), s)
+    np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=scaled_atol(grad, 1e-6))
 
 
 @pytest.mark.parametrize("name", sorted(FIXED_WEIGHTS))
@@ -202,10 +209,10 @@ def test_fixed_weight_gradient_and_hessian_are_those_of_the_frozen_loss(name, da
     grad, hess = obj.grad_hess(y, s, sizes)
     frozen = lambda x: obj.fixed_weight_loss(y, x, sizes, at=s)  # noqa: E731
     assert frozen(s) == pytest.approx(obj.loss(y, s, sizes), rel=1e-12, abs=1e-300)
-    fd = finite_difference(frozen, s, 1e-6)
-    np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-6 * (1 + np.abs(grad).max()))
-    fd2 = second_difference(frozen, s, 1e-4)
-    np.testing.assert_allclose(hess, fd2, rtol=1e-4, atol=1e-5 * (1 + np.abs(hess).max()))
+    fd = fd_gradient(frozen, s)
+    np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=scaled_atol(grad, 1e-6))
+    fd2 = fd_second(frozen, s)
+    np.testing.assert_allclose(hess, fd2, rtol=1e-4, atol=scaled_atol(hess, 1e-5))
 
 
 @pytest.mark.parametrize("name", sorted(FIXED_WEIGHTS))
@@ -222,28 +229,56 @@ def test_fixed_weight_objectives_follow_rows_and_ignore_shifts(name, data, seed,
         np.testing.assert_allclose(a, b, rtol=1e-7, atol=1e-9)
 
 
-# =========================================================================== hessian
-@pytest.mark.parametrize("name", EXACT_HESSIAN)
+@pytest.mark.parametrize("case", REGISTRY_PLAIN, ids=ids(REGISTRY_PLAIN))
 @SETTINGS
-@given(data=queries())
-def test_hessian_is_the_exact_diagonal(name, data):
+@given(data=queries(distinct_scores=True))
+def test_registered_gradient_and_hessian_are_those_of_the_loss(case, data):
+    # scores on a grid 0.1 apart: losses smooth only between crossings of two scores
+    # (truncation, ties broken by score) are smooth within a step of them
     y, s, sizes = data
-    obj = SMOOTH[name](hess_floor=0.0)
-    _, hess = obj.grad_hess(y, s, sizes)
-    fd2 = second_difference(lambda x: obj.loss(y, x, sizes), s, 1e-4)
-    np.testing.assert_allclose(hess, fd2, rtol=1e-4, atol=1e-5 * (1 + np.abs(hess).max()))
+    obj = case.build(hess_floor=0.0)
+    grad, hess = obj.grad_hess(y, s, sizes)
+    hess = hess / obj.hess_scale  # a setting of the Newton step, not of the loss
+    loss = lambda x: obj.loss(y, x, sizes)  # noqa: E731
+    np.testing.assert_allclose(grad, fd_gradient(loss, s), rtol=1e-5, atol=scaled_atol(grad, 1e-6))
+    assert_hessian(hess, fd_second(loss, s), case.spec.hessian_bound)
 
 
-@pytest.mark.parametrize("name", sorted(SURROGATE_BOUND))
+@pytest.mark.parametrize("case", REGISTRY_FROZEN, ids=ids(REGISTRY_FROZEN))
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=queries())
+def test_registered_fixed_weight_derivatives_are_those_of_the_frozen_loss(case, data):
+    y, s, sizes = data
+    obj = case.build(hess_floor=0.0)
+    grad, hess = obj.grad_hess(y, s, sizes)
+    hess = hess / obj.hess_scale
+    frozen = lambda x: obj.fixed_weight_loss(y, x, sizes, at=s)  # noqa: E731
+    assert frozen(s) == pytest.approx(obj.loss(y, s, sizes), rel=1e-12, abs=1e-300)
+    np.testing.assert_allclose(grad, fd_gradient(frozen, s), rtol=1e-5, atol=scaled_atol(grad, 1e-6))
+    np.testing.assert_allclose(hess, fd_second(frozen, s), rtol=1e-4, atol=scaled_atol(hess, 1e-5))
+
+
+# =========================================================================== hessian
+HESSIAN_BOUND = {**{name: None for name in EXACT_HESSIAN}, **SURROGATE_BOUND}
+
+
+def assert_hessian(hess, fd2, bound):
+    """The exact diagonal (``bound`` None), or a surrogate with |d2L/ds_i2| <= bound h_i."""
+    if bound is None:
+        np.testing.assert_allclose(hess, fd2, rtol=1e-4, atol=scaled_atol(hess, 1e-5))
+    else:
+        assert (hess >= 0).all() and np.all(np.abs(fd2) <= bound * hess + 1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(HESSIAN_BOUND))
 @SETTINGS
 @given(data=queries())
-def test_surrogate_hessian_bounds_the_exact_diagonal(name, data):
+def test_hessian_is_the_exact_diagonal_or_bounds_it(name, data):
     # RankCosine: |d2L/ds_i2| <= 6 h_i; NDCG_Boost: |d2M/ds_i2| <= h_i
     y, s, sizes = data
     obj = SMOOTH[name](hess_floor=0.0)
     _, hess = obj.grad_hess(y, s, sizes)
-    fd2 = second_difference(lambda x: obj.loss(y, x, sizes), s, 1e-4)
-    assert np.all(np.abs(fd2) <= SURROGATE_BOUND[name] * hess + 1e-5)
+    assert_hessian(hess, fd_second(lambda x: obj.loss(y, x, sizes), s), HESSIAN_BOUND[name])
 
 
 # =========================================================================== shift invariance
@@ -255,13 +290,16 @@ def test_the_shift_invariance_flags():
     assert obj.loss(y, s, [3]) != pytest.approx(obj.loss(y, s + 5.0, [3]))
 
 
-@pytest.mark.parametrize("name", sorted(n for n in ALL if n not in ("cosine", "cosine_target_k")))
+SHIFT_INVARIANT = {name: make for name, make in GENERIC.items() if make().shift_invariant}
+
+
+@pytest.mark.parametrize("make", list(SHIFT_INVARIANT.values()), ids=list(SHIFT_INVARIANT))
 @SETTINGS
 @given(data=queries(scores=st.floats(-1e4, 1e4)))
-def test_gradients_sum_to_zero_per_query(name, data):
+def test_gradients_sum_to_zero_per_query(make, data):
     # draw by draw for the randomised objectives: each drawn order has a zero-sum gradient
     y, s, sizes = data
-    grad, _ = ALL[name]().grad_hess(y, s, sizes)
+    grad, _ = make().grad_hess(y, s, sizes)
     offsets = offsets_of(sizes)
     sums = np.add.reduceat(grad, offsets[:-1])
     scale = np.add.reduceat(np.abs(grad), offsets[:-1])
@@ -331,16 +369,16 @@ def test_random_ties_without_ties_are_the_input_order(name, data, seed):
     assert_permuted(rand, y, s, sizes, within_query_permutation(np.random.default_rng(seed), sizes))
 
 
-@pytest.mark.parametrize("name", sorted({**SMOOTH, **TRUNCATED, **BY_SCORE, **FIXED_WEIGHTS}))
+@pytest.mark.parametrize("make", list(DETERMINISTIC.values()), ids=list(DETERMINISTIC))
 @SETTINGS
 @given(data=queries(max_queries=4), seed=st.integers(0, 2**32 - 1))
-def test_the_order_of_the_queries_does_not_matter(name, data, seed):
+def test_the_order_of_the_queries_does_not_matter(make, data, seed):
     y, s, sizes = data
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(sizes))
     offsets = offsets_of(sizes)
     rows = np.concatenate([np.arange(offsets[q], offsets[q + 1]) for q in order]).astype(int)
-    obj = ALL[name]()
+    obj = make()
     grad, hess = obj.grad_hess(y, s, sizes)
     grad_p, hess_p = obj.grad_hess(y[rows], s[rows], sizes[order])
     np.testing.assert_array_equal(grad_p, grad[rows])
@@ -353,14 +391,14 @@ def test_the_order_of_the_queries_does_not_matter(name, data, seed):
 HALF_MAX = np.finfo(np.float64).max / 2
 
 
-@pytest.mark.parametrize("name", sorted(ALL))
+@pytest.mark.parametrize("make", list(GENERIC.values()), ids=list(GENERIC))
 @SETTINGS
 @given(data=queries(max_label=31, scores=st.floats(allow_nan=False, allow_infinity=False)))
-def test_no_nan_or_inf_for_any_finite_input(name, data):
+def test_no_nan_or_inf_for_any_finite_input(make, data):
     y, s, sizes = data
-    if name.startswith("ndcg_boost"):
+    obj = make()
+    if getattr(obj, "factory", None) == "ndcg_boost":
         s = np.clip(s, -HALF_MAX, HALF_MAX)
-    obj = ALL[name]()
     with np.errstate(over="ignore"):
         grad, hess = obj.grad_hess(y, s, sizes)
         loss = obj.loss(y, s, sizes)
@@ -372,24 +410,24 @@ def test_no_nan_or_inf_for_any_finite_input(name, data):
         assert np.isfinite(loss)
 
 
-@pytest.mark.parametrize("name", sorted(ALL))
+@pytest.mark.parametrize("make", list(GENERIC.values()), ids=list(GENERIC))
 @SETTINGS
 @given(data=queries(scores=st.floats(-1e6, 1e6, width=32)))
-def test_float32_scores_give_the_float64_result(name, data):
+def test_float32_scores_give_the_float64_result(make, data):
     y, s, sizes = data
-    obj = ALL[name]()
+    obj = make()
     s32 = s.astype(np.float32)
     for a, b in zip(obj.grad_hess(y, s32, sizes), obj.grad_hess(y, s32.astype(np.float64), sizes)):
         np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("name", sorted(ALL))
+@pytest.mark.parametrize("make", list(GENERIC.values()), ids=list(GENERIC))
 @SETTINGS
 @given(data=queries(), weights=st.lists(st.floats(0.0, 10.0), min_size=18, max_size=18))
-def test_weights_multiply_rows(name, data, weights):
+def test_weights_multiply_rows(make, data, weights):
     y, s, sizes = data
     w = np.array(weights[: y.size])
-    obj = ALL[name]()
+    obj = make()
     grad, hess = obj.grad_hess(y, s, sizes)
     grad_w, hess_w = obj.grad_hess(y, s, sizes, w)
     np.testing.assert_array_equal(grad_w, grad * w)

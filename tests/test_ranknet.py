@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 import pickle
 
@@ -10,9 +9,8 @@ import numpy as np
 import pytest
 
 import gbrank
-from gbrank._data_dir import data_dir
-from gbrank.metrics import ndcg
 from gbrank.objectives.ranknet import RankNet, ranknet, wranknet
+from helpers import fd_diagonal, fd_gradient, fd_gradient_by_query, mq2008, query_sums, random_queries, synthetic, train_both
 
 
 # --------------------------------------------------------------------------- references
@@ -73,47 +71,6 @@ def direct_loss(scores, labels, sizes, truncation=None, **kw):
     return total
 
 
-def numeric_grad(f, x, h=1e-5):
-    out = np.empty_like(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e[i] = h
-        out[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return out
-
-
-def numeric_grad_by_query(query_loss, scores, labels, sizes):
-    """Central differences of a per-query loss, query by query (a score moves one query only)."""
-    out, start = [], 0
-    for size in sizes:
-        lab = labels[start : start + size]
-        out.append(numeric_grad(lambda s: query_loss(s, lab), scores[start : start + size]))
-        start += size
-    return np.concatenate(out)
-
-
-def numeric_diag(f, x, h=1e-5):
-    """d f_i / d x_i by central differences, for a vector function f."""
-    out = np.empty_like(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e[i] = h
-        out[i] = (f(x + e)[i] - f(x - e)[i]) / (2 * h)
-    return out
-
-
-def random_queries(rng, n_queries, max_docs=50, n_levels=4, scale=2.0):
-    sizes = rng.integers(1, max_docs + 1, size=n_queries)
-    n = int(sizes.sum())
-    labels = rng.integers(0, n_levels, size=n).astype(float)
-    scores = rng.normal(scale=scale, size=n)
-    return labels, scores, sizes
-
-
-def query_sums(x, sizes):
-    return np.add.reduceat(x, np.concatenate(([0], np.cumsum(sizes)[:-1])))
-
-
 CASES = [
     ("ranknet", lambda: ranknet(), {}),
     ("ranknet_sigma", lambda: ranknet(sigma=2.5), {"sigma": 2.5}),
@@ -128,15 +85,15 @@ CASES = [
 @pytest.mark.parametrize("name,make,kw", CASES, ids=[c[0] for c in CASES])
 def test_gradient_and_hessian_match_finite_differences(name, make, kw):
     rng = np.random.default_rng(0)
-    labels, scores, sizes = random_queries(rng, 5)
+    labels, scores, sizes = random_queries(rng, 5, scale=2.0)
     obj = make()
     grad, hess = obj.grad_hess(labels, scores, sizes)
     assert obj.loss(labels, scores, sizes) == pytest.approx(direct_loss(scores, labels, sizes, **kw), rel=1e-12)
-    num_g = numeric_grad_by_query(lambda s, lab: direct_query_loss(s, lab, **kw), scores, labels, sizes)
+    num_g = fd_gradient_by_query(lambda s, lab: direct_query_loss(s, lab, **kw), scores, labels, sizes)
     np.testing.assert_allclose(grad, num_g, atol=1e-6, rtol=1e-6)
     # the exact diagonal hessian: finite differences of the (proven) gradient; the floor
     # lifts only the rows that are in no pair
-    num_h = numeric_diag(lambda s: obj.grad_hess(labels, s, sizes)[0], scores)
+    num_h = fd_diagonal(lambda s: obj.grad_hess(labels, s, sizes)[0], scores)
     np.testing.assert_allclose(hess, np.maximum(num_h, obj.hess_floor), atol=1e-6, rtol=1e-6)
 
 
@@ -153,7 +110,7 @@ def test_sigma_and_the_log2_constant():
 @pytest.mark.parametrize("make", [ranknet, wranknet, lambda: ranknet(truncation=3)])
 def test_gradient_sums_to_zero_per_query(make):
     rng = np.random.default_rng(1)
-    labels, scores, sizes = random_queries(rng, 30)
+    labels, scores, sizes = random_queries(rng, 30, scale=2.0)
     grad, _ = make().grad_hess(labels, scores, sizes)
     np.testing.assert_allclose(query_sums(grad, sizes), 0.0, atol=1e-10)
 
@@ -173,7 +130,7 @@ def test_wranknet_weights_follow_the_best_rank_of_the_higher_label():
 @pytest.mark.parametrize("weighted", [False, True])
 def test_truncated_gradient_matches_the_direct_truncated_loss(truncation, weighted):
     rng = np.random.default_rng(2 + truncation)
-    labels, scores, sizes = random_queries(rng, 5, max_docs=30)
+    labels, scores, sizes = random_queries(rng, 5, max_docs=30, scale=2.0)
     kw = {"weighted": ("exp2", "log2", None)} if weighted else {}
     obj = wranknet(truncation=truncation) if weighted else ranknet(truncation=truncation)
     assert obj.loss(labels, scores, sizes) == pytest.approx(
@@ -182,7 +139,7 @@ def test_truncated_gradient_matches_the_direct_truncated_loss(truncation, weight
     # the pair set is fixed in a neighbourhood of distinct scores: differentiate with it
     offsets = np.concatenate(([0], np.cumsum(sizes)))
     num_g = np.concatenate([
-        numeric_grad(lambda s: direct_query_loss(s, labels[a:b], pairs=top_pairs(scores[a:b], truncation), **kw), scores[a:b])
+        fd_gradient(lambda s: direct_query_loss(s, labels[a:b], pairs=top_pairs(scores[a:b], truncation), **kw), scores[a:b])
         for a, b in zip(offsets[:-1], offsets[1:])
     ])
     np.testing.assert_allclose(obj.grad_hess(labels, scores, sizes)[0], num_g, atol=1e-6, rtol=1e-6)
@@ -200,7 +157,7 @@ def test_truncation_keeps_pairs_whose_lower_label_document_is_on_top():
 
 def test_truncation_at_or_beyond_the_list_and_with_tied_scores_keeps_every_pair():
     rng = np.random.default_rng(6)
-    labels, scores, sizes = random_queries(rng, 6, max_docs=20)
+    labels, scores, sizes = random_queries(rng, 6, max_docs=20, scale=2.0)
     full = ranknet().grad_hess(labels, scores, sizes)
     for out in (ranknet(truncation=20).grad_hess(labels, scores, sizes), ranknet(truncation=50).grad_hess(labels, scores, sizes)):
         np.testing.assert_allclose(out[0], full[0], rtol=1e-13, atol=1e-15)
@@ -239,7 +196,7 @@ def test_queries_without_pairs_get_zero_gradient():
 @pytest.mark.parametrize("make", [ranknet, wranknet, lambda: ranknet(sigma=5.0, truncation=3)])
 def test_extreme_scores_stay_finite(make):
     rng = np.random.default_rng(8)
-    labels, _, sizes = random_queries(rng, 10)
+    labels, _, sizes = random_queries(rng, 10, scale=2.0)
     scores = rng.choice([-1e4, 1e4, 0.0], size=labels.size)
     obj = make()
     grad, hess = obj.grad_hess(labels, scores, sizes)
@@ -263,33 +220,9 @@ def test_ten_thousand_document_query():
     assert np.isfinite(wranknet(truncation=30).loss(labels, scores, [n]))
 
 
-def test_float32_input_is_promoted():
-    rng = np.random.default_rng(10)
-    labels, scores, sizes = random_queries(rng, 5)
-    obj = wranknet()
-    g64 = obj.grad_hess(labels, scores.astype(np.float32).astype(np.float64), sizes)[0]
-    g32 = obj.grad_hess(labels.astype(np.float32), scores.astype(np.float32), sizes.astype(np.int32))[0]
-    assert g32.dtype == np.float64
-    np.testing.assert_array_equal(g32, g64)
-
-
 # --------------------------------------------------------------------------- bad input
-@pytest.mark.parametrize(
-    "labels,scores,group,message",
-    [
-        ([1, 0, 2], [0.1, np.nan, 0.3], [3], "NaN at row 1 \\(query 0\\)"),
-        ([1, 0, 2], [0.1, -np.inf, 0.3], [3], "inf at row 1"),
-        ([1, 0, 2], [0.1, 0.2, 0.3], [2], "sum to 2 but there are 3 rows"),
-        ([1, -1, 2], [0.1, 0.2, 0.3], [3], "non-negative"),
-        ([1, np.nan, 2], [0.1, 0.2, 0.3], [3], "labels must be finite"),
-    ],
-)
-@pytest.mark.parametrize("make", [ranknet, wranknet])
-def test_bad_input_raises_a_clear_error(labels, scores, group, message, make):
-    with pytest.raises(ValueError, match=message):
-        make().grad_hess(np.array(labels, dtype=float), np.array(scores), group)
-
-
+# (bad scores, groups and labels, and float32 input: the registry-driven catalogue in
+# test_bad_input_objectives.py, for every registered objective)
 def test_label_rules_of_the_gain():
     scores = np.zeros(3)
     with pytest.raises(ValueError, match="integers with gain='exp2'"):
@@ -333,7 +266,7 @@ def test_repr_and_pickle():
     )
     assert repr(ranknet(2.0)) == "ranknet(sigma=2.0, truncation=None, hess_floor=1e-06, hess_scale=1.0)"
     rng = np.random.default_rng(11)
-    labels, scores, sizes = random_queries(rng, 5)
+    labels, scores, sizes = random_queries(rng, 5, scale=2.0)
     clone = pickle.loads(pickle.dumps(obj))
     assert isinstance(clone, RankNet) and repr(clone) == repr(obj)
     np.testing.assert_array_equal(clone.grad_hess(labels, scores, sizes)[0], obj.grad_hess(labels, scores, sizes)[0])
@@ -342,45 +275,6 @@ def test_repr_and_pickle():
 # --------------------------------------------------------------------------- engines
 lgb = pytest.importorskip("lightgbm")
 xgb = pytest.importorskip("xgboost")
-
-LGB_PARAMS = {"metric": "None", "verbose": -1, "num_threads": 2, "learning_rate": 0.1, "num_leaves": 15,
-              "min_data_in_leaf": 10, "seed": 1, "deterministic": True}
-XGB_PARAMS = {"eta": 0.1, "max_depth": 4, "min_child_weight": 1e-3, "nthread": 2, "seed": 1}
-
-
-def synthetic(seed, n_queries):
-    rng = np.random.default_rng(seed)
-    sizes = rng.integers(5, 25, size=n_queries)
-    n = int(sizes.sum())
-    X = rng.normal(size=(n, 6))
-    latent = X[:, 0] + 0.5 * X[:, 1] ** 2 + 0.3 * rng.normal(size=n)
-    y = np.digitize(latent, np.quantile(latent, [0.6, 0.85, 0.95])).astype(float)
-    return X, y, sizes
-
-
-def mq2008():
-    root = data_dir()
-    if root is None or not (root / "letor4_mq2008").is_dir():
-        pytest.skip("LETOR data not found (set GBRANK_DATA_DIR)")
-    return _load_mq2008(str(root / "letor4_mq2008"))
-
-
-@functools.lru_cache(maxsize=1)
-def _load_mq2008(path):
-    from gbrank.datasets import load_letor_fold
-
-    fold = load_letor_fold(path, 1)
-    return (fold.train.X, fold.train.y, fold.train.group), (fold.test.X, fold.test.y, fold.test.group)
-
-
-def train_both(make, train, test, rounds):
-    X, y, sizes = train
-    Xt, yt, st = test
-    baseline = ndcg(yt, np.zeros(yt.size), st, k=10)
-    booster = lgb.train({**LGB_PARAMS, "objective": make()}, lgb.Dataset(X, y, group=sizes), num_boost_round=rounds)
-    bst = xgb.train(XGB_PARAMS, xgb.DMatrix(X, y, group=sizes), num_boost_round=rounds, obj=make())
-    return baseline, ndcg(yt, booster.predict(Xt), st, k=10), ndcg(yt, bst.predict(xgb.DMatrix(Xt)), st, k=10)
-
 
 @pytest.mark.parametrize("make", [ranknet, wranknet, lambda: ranknet(truncation=10)], ids=["ranknet", "wranknet", "truncated"])
 def test_training_improves_heldout_ndcg_on_synthetic_data(make):
