@@ -60,7 +60,7 @@ SMOOTH = {
     "listnet_k3": lambda **kw: gbrank.listnet(k=3, **kw),  # exact enumeration: queries of <= 6
     "listnet_target_k": lambda **kw: gbrank.listnet(k=2, target="rank_linear", target_k=2, **kw),
     "cosine": lambda **kw: gbrank.cosine(**kw),
-    "cosine_target_k": lambda **kw: gbrank.cosine(k=2, target="linear", **kw),
+    "cosine_target_k": lambda **kw: gbrank.cosine(target_k=2, target="linear", **kw),
     "ndcg_boost": lambda **kw: gbrank.ndcg_boost(**kw),
     "ndcg_boost_linear": lambda **kw: gbrank.ndcg_boost(gain="linear", **kw),
     "ips_listnet": lambda **kw: RowOrderPositions(gbrank.ips_listnet(propensity=THETA, **kw)),
