@@ -205,8 +205,8 @@ def cosine(
     target_k : int, optional
         The top-k mapping of Xia et al. (2009, section 4.3.2): keep the target order in the
         top ``target_k`` positions and give every document below a common small value. None
-        uses the plain mapping. (Called ``k`` before gbrank 0.2, as in :func:`listnet` it is
-        ``target_k``.)
+        uses the plain mapping. The same setting as ListNet's ``target_k``; called ``k``
+        before gbrank 0.2.
     eps : float, default=1.0
         Per-document smoothing of the score norm, :math:`N^2 = \lVert s \rVert^2 + n\varepsilon^2`.
     ignore_all_equal : bool, default=True

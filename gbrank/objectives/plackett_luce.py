@@ -251,7 +251,7 @@ def pl_loss(scores, order, tie_end, weights, head, offsets, active, shuffle, see
 
 
 class PLState(NamedTuple):
-    """Per-dataset arrays of :class:`PlackettLuce` (see :func:`pl_grad_hess`)."""
+    """Per-dataset arrays of :class:`PlackettLuce` (see ``pl_grad_hess``)."""
 
     order: np.ndarray
     tie_end: np.ndarray
