@@ -199,28 +199,27 @@ def pl_query(scores, perm, weights, wstart, head, scale, grad, hess, want_grad, 
     ``hess`` at the rows of ``perm``; with ``want_loss`` the loss is computed (in log space)
     and ``scale`` times it returned, else 0.
     """
-    if want_loss or not want_grad:
-        return _log_space(scores, perm, weights, wstart, head, scale, grad, hess, want_grad)
-    smax = -np.inf
-    smin = np.inf
-    for i in range(perm.shape[0]):
-        smax = max(smax, scores[perm[i]])
-        smin = min(smin, scores[perm[i]])
-    if smax - smin < _LINEAR_SPAN:
-        _grad_hess_linear(scores, perm, weights, wstart, head, smax, scale, grad, hess)
-    else:
-        _log_space(scores, perm, weights, wstart, head, scale, grad, hess, True)
-    return 0.0
+    if want_grad and not want_loss:
+        smax = -np.inf
+        smin = np.inf
+        for i in range(perm.shape[0]):
+            smax = max(smax, scores[perm[i]])
+            smin = min(smin, scores[perm[i]])
+        if smax - smin < _LINEAR_SPAN:
+            _grad_hess_linear(scores, perm, weights, wstart, head, smax, scale, grad, hess)
+            return 0.0
+    return _log_space(scores, perm, weights, wstart, head, scale, grad, hess, want_grad)
 
 
-@njit(cache=True)
-def _query(scores, order, tie_end, weights, head, offsets, active, shuffle, seed, q, grad, hess, want_grad, want_loss):
+@njit(cache=True, inline="always")
+def _query_perm(scores, order, tie_end, head, offsets, active, shuffle, seed, q):
+    """The query's rows in a label-consistent order, or an empty array for a query that
+    carries no loss (inactive, a single document, no positive weight)."""
     start = offsets[q]
     end = offsets[q + 1]
     if not active[q] or end - start < 2 or head[q] == 0:
-        return 0.0
-    perm = _permutation(scores, order, tie_end, start, end, head[q], q, shuffle, seed)
-    return pl_query(scores, perm, weights, start, head[q], 1.0, grad, hess, want_grad, want_loss)
+        return order[start:start]
+    return _permutation(scores, order, tie_end, start, end, head[q], q, shuffle, seed)
 
 
 @njit(parallel=True, cache=True)
@@ -234,9 +233,10 @@ def pl_grad_hess(scores, order, tie_end, weights, head, offsets, active, shuffle
     shuffled by draws hashed from ``seed``, the query and its scores. Queries with
     ``active[q] == 0`` are left at zero; ``grad`` and ``hess`` must be zero on entry.
     """
-    # the query index as int64 (prange's is unsigned): one compiled per-query function
     for q in prange(offsets.shape[0] - 1):
-        _query(scores, order, tie_end, weights, head, offsets, active, shuffle, seed, np.int64(q), grad, hess, True, False)
+        perm = _query_perm(scores, order, tie_end, head, offsets, active, shuffle, seed, np.int64(q))
+        if perm.shape[0]:
+            pl_query(scores, perm, weights, offsets[q], head[q], 1.0, grad, hess, True, False)
 
 
 @njit(parallel=True, cache=True)
@@ -245,8 +245,9 @@ def pl_loss(scores, order, tie_end, weights, head, offsets, active, shuffle, see
     out = np.zeros(offsets.shape[0] - 1)
     no_grad = np.empty(0)
     for q in prange(out.shape[0]):
-        args = (scores, order, tie_end, weights, head, offsets, active, shuffle, seed, np.int64(q))
-        out[q] = _query(*args, no_grad, no_grad, False, True)
+        perm = _query_perm(scores, order, tie_end, head, offsets, active, shuffle, seed, np.int64(q))
+        if perm.shape[0]:
+            out[q] = pl_query(scores, perm, weights, offsets[q], head[q], 1.0, no_grad, no_grad, False, True)
     return out
 
 
