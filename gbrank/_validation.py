@@ -97,3 +97,61 @@ def check_weights(weight, n_rows: int, offsets=None, name: str = "weight") -> np
         row = int(np.argmin(w))
         raise ValueError(f"{name} must be non-negative; {name}[{row}] = {w[row]:g} at {_where(row, offsets)}")
     return w
+
+
+# ---------------------------------------------------------------------- settings
+class InvalidParameterError(ValueError, TypeError):
+    """A setting of the wrong type or out of range.
+
+    A subclass of both ``ValueError`` and ``TypeError`` (as scikit-learn's), so that callers
+    catching either keep working whichever of the two a check used to raise.
+    """
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def check_int(name: str, value, *, min: int | None = None, max: int | None = None, optional: bool = False) -> int | None:
+    """Return ``value`` as an int, or None when ``optional`` and ``value`` is None.
+
+    Booleans are refused (``True`` is not the integer 1 here), as are floats, even whole ones.
+    """
+    if value is None and optional:
+        return None
+    if _is_int(value) and (min is None or value >= min) and (max is None or value <= max):
+        return int(value)
+    if min is not None and max is not None:
+        bound = f" in {min} .. {max}"
+    elif min is not None:
+        bound = f" >= {min}"
+    elif max is not None:
+        bound = f" <= {max}"
+    else:
+        bound = ""
+    raise InvalidParameterError(f"{name} must be an integer{bound}{' or None' if optional else ''}, got {value!r}")
+
+
+def check_float(name: str, value, *, min: float | None = None, strict: bool = False, optional: bool = False) -> float | None:
+    """Return ``value`` as a finite float (``> min`` with ``strict``, else ``>= min``)."""
+    if value is None and optional:
+        return None
+    if _is_real(value) and np.isfinite(value):
+        if min is None or value > min or (value == min and not strict):
+            return float(value)
+    bound = "" if min is None else f" {'>' if strict else '>='} {min:g}"
+    raise InvalidParameterError(
+        f"{name} must be a finite number{bound}{' or None' if optional else ''}, got {value!r}"
+    )
+
+
+def check_choice(name: str, value, choices) -> str:
+    """Return ``value`` if it is one of the strings ``choices``."""
+    if isinstance(value, str) and value in choices:
+        return value
+    raise InvalidParameterError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+

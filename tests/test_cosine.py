@@ -43,8 +43,8 @@ def query_norms(scores, sizes, eps):
 CASES = [
     ("exp2", {}, lambda: cosine()),
     ("linear_eps", {"target": "linear", "eps": 0.3}, lambda: cosine(target="linear", eps=0.3)),
-    ("topk", {"k": 3}, lambda: cosine(k=3)),
-    ("topk_linear", {"k": 1, "target": "linear", "eps": 2.0}, lambda: cosine(k=1, target="linear", eps=2.0)),
+    ("topk", {"k": 3}, lambda: cosine(target_k=3)),
+    ("topk_linear", {"k": 1, "target": "linear", "eps": 2.0}, lambda: cosine(target_k=1, target="linear", eps=2.0)),
 ]
 
 
@@ -115,7 +115,7 @@ def test_permuting_rows_within_a_query_permutes_the_outputs():
     labels = rng.integers(0, 4, size=15).astype(float)
     scores = rng.normal(size=15)
     perm = rng.permutation(15)
-    for obj in (cosine(), cosine(k=4, target="rank_quadratic")):
+    for obj in (cosine(), cosine(target_k=4, target="rank_quadratic")):
         g, h = obj.grad_hess(labels, scores, [15])
         gp, hp = obj.grad_hess(labels[perm], scores[perm], [15])
         np.testing.assert_allclose(gp, g[perm], rtol=1e-12, atol=1e-15)
@@ -144,7 +144,7 @@ def test_extreme_scores_stay_finite(magnitude):
     rng = np.random.default_rng(4)
     labels, _, sizes = random_queries(rng, 10)
     scores = rng.choice([-magnitude, magnitude, 0.0], size=labels.size)
-    for obj in (cosine(), cosine(k=3, target="rank_exp")):
+    for obj in (cosine(), cosine(target_k=3, target="rank_exp")):
         grad, hess = obj.grad_hess(labels, scores, sizes)
         assert np.isfinite(grad).all() and np.isfinite(hess).all() and hess.min() > 0
         loss = obj.loss(labels, scores, sizes)
@@ -172,7 +172,7 @@ def test_ten_thousand_document_query(target):
 @pytest.mark.parametrize(
     "kwargs,message",
     [
-        ({"k": 0}, "k must be a positive integer or None"),
+        ({"target_k": 0}, "target_k must be an integer >= 1 or None, got 0"),
         ({"target": "cosine"}, "target must be one of"),
         ({"eps": 0.0}, "eps must be a finite number > 0"),
         ({"eps": np.inf}, "eps must be a finite number > 0"),
@@ -186,8 +186,10 @@ def test_bad_parameters_raise(kwargs, message):
 
 # --------------------------------------------------------------------------- protocol
 def test_repr_and_pickle():
-    obj = cosine(k=10, target="linear", eps=0.5)
-    assert repr(obj) == "cosine(k=10, target='linear', eps=0.5, ignore_all_equal=True, hess_floor=1e-06, hess_scale=1.0)"
+    obj = cosine(target_k=10, target="linear", eps=0.5)
+    assert repr(obj) == (
+        "cosine(target='linear', target_k=10, eps=0.5, ignore_all_equal=True, hess_floor=1e-06, hess_scale=1.0)"
+    )
     rng = np.random.default_rng(7)
     labels, scores, sizes = random_queries(rng, 5)
     clone = pickle.loads(pickle.dumps(obj))
@@ -199,7 +201,7 @@ def test_repr_and_pickle():
 lgb = pytest.importorskip("lightgbm")
 xgb = pytest.importorskip("xgboost")
 
-@pytest.mark.parametrize("make", [cosine, lambda: cosine(k=10, target="linear")], ids=["exp2", "top10_linear"])
+@pytest.mark.parametrize("make", [cosine, lambda: cosine(target_k=10, target="linear")], ids=["exp2", "top10_linear"])
 @pytest.mark.parametrize("data", ["synthetic", "mq2008"])
 def test_training_decreases_the_loss_and_improves_heldout_ndcg(make, data):
     (X, y, sizes), (Xt, yt, st) = (synthetic(4, 80), synthetic(5, 40)) if data == "synthetic" else mq2008()

@@ -316,8 +316,8 @@ def test_labels_above_31_with_linear_and_array_gains():
     "factory,kwargs,message",
     [
         (lambdarank, {"measure": "auc"}, "measure must be one of"),
-        (lambdarank, {"k": 0}, "k must be a positive integer"),
-        (lambdarank, {"truncation": 0}, "truncation must be a positive integer"),
+        (lambdarank, {"k": 0}, "k must be an integer >= 1 or None, got 0"),
+        (lambdarank, {"truncation": 0}, "truncation must be an integer >= 1 or None, got 0"),
         (lambdarank, {"sigma": -1.0}, "sigma must be a finite number > 0"),
         (lambdarank, {"max_label": 40}, "max_label must be an integer in 0 .. 31"),
         (lambdarank, {"relevance_threshold": np.nan}, "relevance_threshold must be a finite number"),

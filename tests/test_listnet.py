@@ -377,7 +377,7 @@ def test_other_targets_take_any_non_negative_label():
         ({"k": 0}, "k must be an integer >= 1"),
         ({"k": 1.5}, "k must be an integer >= 1"),
         ({"target": "exp"}, "target must be one of"),
-        ({"target_k": 0}, "target_k must be a positive integer or None"),
+        ({"target_k": 0}, "target_k must be an integer >= 1 or None, got 0"),
         ({"n_samples": 0}, "n_samples must be an integer >= 1"),
         ({"seed": -1}, "seed must be an integer >= 0"),
         ({"exact_limit": -1}, "exact_limit must be an integer >= 0"),

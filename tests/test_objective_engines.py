@@ -138,7 +138,7 @@ def test_one_objective_in_two_threads_gives_the_sequential_models():
 
 def test_pickled_objective_trains_identically():
     X, y, sizes = toy_data(seed=9)
-    obj = gbrank.wlistmle(cutoff=10)
+    obj = gbrank.wlistmle(k=10)
     clone = pickle.loads(pickle.dumps(obj))
     models = [
         lgb.train({**LGB_PARAMS, "objective": o}, lgb.Dataset(X, y, group=sizes), num_boost_round=5).model_to_string()

@@ -92,16 +92,16 @@ def test_copies_say_and_compute_what_the_original_does(name, kwargs):
 
 def test_changing_cutoff_after_a_first_call_is_refused():
     """The issue's case: the cache kept the old cutoff's weights while repr showed the new."""
-    obj = gbrank.wranknet(cutoff=5)
+    obj = gbrank.wranknet(k=5)
     y, s, g = data(2)
     first = obj.grad_hess(y, s, g)
-    with pytest.raises(AttributeError, match=r"'cutoff'.*e\.g\. wranknet\(cutoff=\.\.\.\)"):
-        obj.cutoff = 3
-    assert "cutoff=5" in repr(obj)
+    with pytest.raises(AttributeError, match=r"'k'.*e\.g\. wranknet\(k=\.\.\.\)"):
+        obj.k = 3
+    assert "k=5" in repr(obj)
     np.testing.assert_array_equal(obj.grad_hess(y, s, g)[0], first[0])
     # the new objective computes what its repr says
-    fresh = gbrank.wranknet(cutoff=3)
-    assert "cutoff=3" in repr(fresh)
+    fresh = gbrank.wranknet(k=3)
+    assert "k=3" in repr(fresh)
     assert not np.array_equal(fresh.grad_hess(y, s, g)[0], first[0])
 
 

@@ -71,7 +71,7 @@ CASES = [
     ("topk", {"k": 3}, lambda: gbrank.listmle_topk(k=3, ties="input")),
     ("topk", {"k": 10}, lambda: gbrank.listmle_topk(k=10, ties="input")),
     ("wlistmle", {}, lambda: gbrank.wlistmle(ties="input")),
-    ("wlistmle", {"cutoff": 4}, lambda: gbrank.wlistmle(cutoff=4, ties="input")),
+    ("wlistmle", {"cutoff": 4}, lambda: gbrank.wlistmle(k=4, ties="input")),
     ("wlistmle_best", {}, lambda: gbrank.wlistmle(discount_at="best_rank", ties="input")),
 ]
 
@@ -313,12 +313,12 @@ def test_gain_rules_apply_to_wlistmle_labels():
 @pytest.mark.parametrize(
     "factory,kwargs,message",
     [
-        (gbrank.listmle_topk, {"k": 0}, "k must be a positive integer"),
+        (gbrank.listmle_topk, {"k": 0}, "k must be an integer >= 1, got 0"),
         (gbrank.listmle, {"ties": "best"}, "ties must be one of"),
-        (gbrank.listmle, {"seed": -1}, "seed must be a non-negative integer"),
+        (gbrank.listmle, {"seed": -1}, "seed must be an integer >= 0, got -1"),
         (gbrank.listmle, {"hess_floor": -1.0}, "hess_floor"),
         (gbrank.listmle, {"hess_scale": 0.0}, "hess_scale"),
-        (gbrank.wlistmle, {"cutoff": 0}, "cutoff"),
+        (gbrank.wlistmle, {"k": 0}, "k must be an integer >= 1 or None"),
         (gbrank.wlistmle, {"discount": "cosine"}, "discount must be"),
         (gbrank.wlistmle, {"discount_at": "first"}, "discount_at"),
         (gbrank.plackett_luce, {"position_weights": [1.0, -1.0]}, "non-negative"),

@@ -75,7 +75,7 @@ CASES = [
     ("ranknet", lambda: ranknet(), {}),
     ("ranknet_sigma", lambda: ranknet(sigma=2.5), {"sigma": 2.5}),
     ("wranknet", lambda: wranknet(), {"weighted": ("exp2", "log2", None)}),
-    ("wranknet_cutoff", lambda: wranknet(cutoff=3), {"weighted": ("exp2", "log2", 3)}),
+    ("wranknet_cutoff", lambda: wranknet(k=3), {"weighted": ("exp2", "log2", 3)}),
     ("wranknet_linear_zipf", lambda: wranknet(gain="linear", discount="zipf", sigma=0.5),
      {"weighted": ("linear", "zipf", None), "sigma": 0.5}),
 ]
@@ -122,7 +122,7 @@ def test_wranknet_weights_follow_the_best_rank_of_the_higher_label():
     loss = wranknet().loss(labels, scores, [4])
     # pairs from the label-2 doc: 3 x G(2) D(1); from each label-1 doc: 1 x G(1) D(2)
     assert loss == pytest.approx(3 * 3.0 * 1.0 + 2 * 1.0 / math.log2(3.0), rel=1e-14)
-    assert wranknet(cutoff=1).loss(labels, scores, [4]) == pytest.approx(9.0, rel=1e-14)
+    assert wranknet(k=1).loss(labels, scores, [4]) == pytest.approx(9.0, rel=1e-14)
 
 
 # --------------------------------------------------------------------------- truncation
@@ -239,9 +239,9 @@ def test_label_rules_of_the_gain():
     [
         (ranknet, {"sigma": 0.0}, "sigma must be a finite number > 0"),
         (ranknet, {"sigma": np.nan}, "sigma must be a finite number > 0"),
-        (ranknet, {"truncation": 0}, "truncation must be a positive integer"),
-        (ranknet, {"truncation": 2.5}, "truncation must be a positive integer"),
-        (wranknet, {"cutoff": 0}, "cutoff must be a positive integer"),
+        (ranknet, {"truncation": 0}, "truncation must be an integer >= 1 or None, got 0"),
+        (ranknet, {"truncation": 2.5}, "truncation must be an integer >= 1 or None, got 2.5"),
+        (wranknet, {"k": 0}, "k must be an integer >= 1 or None, got 0"),
         (wranknet, {"gain": "log"}, "gain must be"),
         (wranknet, {"discount": "cosine"}, "discount must be"),
         (ranknet, {"hess_floor": -1.0}, "hess_floor"),
@@ -260,11 +260,11 @@ def test_top_level_factories():
 
 
 def test_repr_and_pickle():
-    obj = wranknet(cutoff=10, truncation=20)
+    obj = wranknet(k=10, truncation=20)
     assert repr(obj) == (
-        "wranknet(gain='exp2', discount='log2', cutoff=10, sigma=1.0, truncation=20, hess_floor=1e-06, hess_scale=1.0)"
+        "wranknet(gain='exp2', discount='log2', k=10, sigma=1.0, truncation=20, hess_floor=1e-06, hess_scale=1.0)"
     )
-    assert repr(ranknet(2.0)) == "ranknet(sigma=2.0, truncation=None, hess_floor=1e-06, hess_scale=1.0)"
+    assert repr(ranknet(sigma=2.0)) == "ranknet(sigma=2.0, truncation=None, hess_floor=1e-06, hess_scale=1.0)"
     rng = np.random.default_rng(11)
     labels, scores, sizes = random_queries(rng, 5, scale=2.0)
     clone = pickle.loads(pickle.dumps(obj))

@@ -31,6 +31,7 @@ from __future__ import annotations
 import ast
 import difflib
 import importlib
+import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -202,10 +203,9 @@ class Method:
         if self.engine == "native":
             kwargs.setdefault("random_state", seed)
             return factory(**kwargs)
-        objective = factory(**kwargs)
-        if "seed" not in kwargs and hasattr(objective, "seed"):
-            objective = factory(**kwargs, seed=seed)
-        return objective
+        if "seed" in inspect.signature(factory).parameters:
+            kwargs.setdefault("seed", seed)
+        return factory(**kwargs)
 
 
 def describe(method: Method) -> str:

@@ -10,10 +10,11 @@ A gbrank objective is one callable object that serves three callers:
 Each call reads labels, query groups and sample weights from what it is given, checks them,
 computes the gradient and hessian with a numba kernel, and returns float64 ``(grad, hess)``.
 
-Subclasses supply the math through three methods over validated flat arrays and int64 group
-offsets: ``_prepare`` (per-dataset work, cached), ``_grad_hess`` and ``_loss``. Nothing in a
-prepared state is written during an iteration, so one object can serve several trainings,
-sequential or concurrent.
+Subclasses supply the math through methods over validated flat arrays and int64 group
+offsets: ``_prepare`` (per-dataset work, cached; a named tuple or frozen dataclass of arrays),
+and either ``_grad_hess`` and ``_loss`` or one ``_run`` serving both. Nothing in a prepared
+state is written during an iteration, so one object can serve several trainings, sequential
+or concurrent.
 
 An objective is a value: its settings are fixed when it is built. Assigning or deleting an
 attribute the constructor set raises ``AttributeError`` (build a new objective instead), arrays
@@ -25,13 +26,14 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
+from numba import njit
 
 from .. import engines as _engines
 from .._threading import configure_threading
-from .._validation import check_labels, check_scores, check_weights
+from .._validation import check_float, check_labels, check_scores, check_weights
 from ..groups import check_group
 
 # every objective module imports this one before its kernels can compile, and numba fixes
@@ -39,6 +41,31 @@ from ..groups import check_group
 configure_threading()
 
 _CACHE_SIZE = 4
+
+
+def _key_array(a: Any) -> np.ndarray:
+    return np.ascontiguousarray(a)
+
+
+@njit(cache=True)
+def _same_words(a, b):
+    for i in range(a.shape[0]):
+        if a[i] != b[i]:
+            return False
+    return True
+
+
+def _same_array(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two contiguous arrays hold the same bytes (same dtype and shape).
+
+    Compared as 64-bit words in one pass without temporaries: a cache hit reads each array
+    once, which ``np.array_equal`` (an elementwise comparison array, then its ``all``) does not.
+    """
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.nbytes % 8 or a.nbytes < 4096:
+        return bool(np.array_equal(a, b))
+    return bool(_same_words(a.reshape(-1).view(np.uint64), b.reshape(-1).view(np.uint64)))
 
 
 def _engine_of(obj: Any) -> str | None:
@@ -122,6 +149,8 @@ class RankingObjective:
     factory: str = "objective"
     #: Whether adding a constant to a query's scores leaves the loss unchanged.
     shift_invariant: bool = True
+    #: Attributes shown by ``repr`` (as the factory's keyword arguments), before the hessian's.
+    _setting_names: tuple[str, ...] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -129,31 +158,34 @@ class RankingObjective:
             cls.__init__ = _freezing(cls.__dict__["__init__"])
 
     def __init__(self, *, hess_floor: float = 1e-6, hess_scale: float = 1.0) -> None:
-        if not (np.isfinite(hess_floor) and hess_floor >= 0):
-            raise ValueError(f"hess_floor must be a finite number >= 0, got {hess_floor!r}")
-        if not (np.isfinite(hess_scale) and hess_scale > 0):
-            raise ValueError(f"hess_scale must be a finite number > 0, got {hess_scale!r}")
-        self.hess_floor = float(hess_floor)
-        self.hess_scale = float(hess_scale)
+        self.hess_floor = check_float("hess_floor", hess_floor, min=0.0)
+        self.hess_scale = check_float("hess_scale", hess_scale, min=0.0, strict=True)
         self._lock = threading.Lock()
-        self._cache: list[tuple[np.ndarray, np.ndarray, Any]] = []
+        self._cache: list[tuple[tuple[np.ndarray, ...], Any]] = []
 
     # ----------------------------------------------------------------- subclass hooks
     def _prepare(self, labels: np.ndarray, offsets: np.ndarray) -> Any:
         """Per-dataset state computed once from labels and offsets; read-only afterwards."""
         raise NotImplementedError
 
+    def _run(self, state: Any, scores: np.ndarray, grad: np.ndarray, hess: np.ndarray, want_loss: bool) -> np.ndarray:
+        """Fill the raw gradient and hessian (zero on entry) and return the per-query loss
+        (computed only with ``want_loss``): the one hook of kernels that give both at once."""
+        raise NotImplementedError
+
     def _grad_hess(self, state: Any, scores: np.ndarray, grad: np.ndarray, hess: np.ndarray) -> None:
         """Fill the raw gradient and hessian (before weights, scale and floor)."""
-        raise NotImplementedError
+        self._run(state, scores, grad, hess, False)
 
     def _loss(self, state: Any, scores: np.ndarray) -> np.ndarray:
         """Per-query loss values, float64 of shape (n_queries,)."""
-        raise NotImplementedError
+        n = scores.shape[0]
+        return self._run(state, scores, np.zeros(n), np.zeros(n), True)
 
     def _params(self) -> dict[str, Any]:
         """Constructor arguments shown by ``repr`` (subclasses extend)."""
-        return {"hess_floor": self.hess_floor, "hess_scale": self.hess_scale}
+        settings = {name: getattr(self, name) for name in self._setting_names}
+        return {**settings, "hess_floor": self.hess_floor, "hess_scale": self.hess_scale}
 
     def _label_check(self, y_true, offsets: np.ndarray) -> np.ndarray:
         """Validate labels; subclasses that need integer labels override this."""
@@ -224,21 +256,30 @@ class RankingObjective:
         fields = _engines.read(data)
         return self.grad_hess(fields.labels, preds, fields.sizes, fields.weights)
 
-    def _state(self, labels: np.ndarray, offsets: np.ndarray) -> Any:
-        """Cached per-dataset state, matched on the labels' and offsets' values."""
+    def _state(
+        self,
+        labels: np.ndarray,
+        offsets: np.ndarray,
+        extra: np.ndarray | None = None,
+        prepare: Callable[[], Any] | None = None,
+    ) -> Any:
+        """Cached per-dataset state, matched on the labels', offsets' (and ``extra``'s) values.
+
+        ``prepare`` computes the state on a miss (default: check the labels, then
+        ``_prepare``); ``extra`` is one more array the state depends on (e.g. positions).
+        Arrays match when they have the same dtype, shape and bytes.
+        """
+        key = tuple(_key_array(a) for a in (labels, offsets, extra) if a is not None)
         with self._lock:
-            for cached_labels, cached_offsets, state in self._cache:
-                if (
-                    cached_labels.shape == labels.shape
-                    and cached_offsets.shape == offsets.shape
-                    and np.array_equal(cached_offsets, offsets)
-                    and np.array_equal(cached_labels, labels)
-                ):
+            for cached_key, state in self._cache:
+                if len(cached_key) == len(key) and all(map(_same_array, cached_key, key)):
                     return state
-        checked = self._label_check(labels, offsets)
-        state = self._prepare(checked, offsets)
+        if prepare is None:
+            state = self._prepare(self._label_check(labels, offsets), offsets)
+        else:
+            state = prepare()
         with self._lock:
-            self._cache.insert(0, (labels.copy(), offsets, state))
+            self._cache.insert(0, (tuple(a.copy() for a in key), state))
             del self._cache[_CACHE_SIZE:]
         return state
 

@@ -45,17 +45,17 @@ first several hundred positions is 0 or 1 in float64.
 
 Ties
     Documents with equal labels have no order between them. For the position mappings (and
-    with ``k``), tied documents share the mean of the values of the positions they occupy:
+    with ``target_k``), tied documents share the mean of the values of the positions they occupy:
     the expectation of :math:`\psi_y` over the label-consistent permutations :math:`y`,
     chosen uniformly. The result is a function of the labels alone, so permuting the rows
     of a query permutes :math:`\psi`.
 
 The top-k mapping of Xia et al. (2009, section 4.3.2)
-    With ``k``, the order is kept in the top ``k`` positions only:
+    With ``target_k``, the order is kept in the top ``target_k`` positions only:
     :math:`\psi_{y(1)} \ge \dots \ge \psi_{y(k)} \ge \psi_{y(k+1)} = \dots = \psi_{y(n)} = \varepsilon`,
     where the common small value :math:`\varepsilon` is the query's smallest value of the
     mapping (the value of the last position for the position mappings, of the lowest label
-    for the label targets). Ties straddling position ``k`` are averaged as above.
+    for the label targets). Ties straddling position ``target_k`` are averaged as above.
 
 Queries without a preferred order
     When all of a query's target values are equal (all labels equal, a single document,
@@ -69,7 +69,7 @@ from typing import Callable, Union
 
 import numpy as np
 
-from .._validation import check_labels
+from .._validation import InvalidParameterError, check_int, check_labels
 from ..gains import EXP2_MAX_LABEL
 from ._label_order import label_order
 
@@ -83,18 +83,14 @@ RANK_TARGETS = ("rank_log", "rank_sqrt", "rank_linear", "rank_quadratic", "rank_
 _EXP_MAX = 700.0
 
 
-def check_target(target: Target, k: int | None, name: str = "k") -> int | None:
-    """Validate a target setting when an objective is built; return ``k`` as an int or None."""
-    if not callable(target) and target not in LABEL_TARGETS + RANK_TARGETS:
-        raise ValueError(
+def check_target(target: Target, target_k: int | None) -> int | None:
+    """Validate a target setting when an objective is built; return ``target_k`` as an int or None."""
+    if not callable(target) and not (isinstance(target, str) and target in LABEL_TARGETS + RANK_TARGETS):
+        raise InvalidParameterError(
             f"target must be one of {', '.join(map(repr, LABEL_TARGETS + RANK_TARGETS))} "
             f"or a callable on one query's labels, got {target!r}"
         )
-    if k is None:
-        return None
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"{name} must be a positive integer or None, got {k!r}")
-    return int(k)
+    return check_int("target_k", target_k, min=1, optional=True)
 
 
 def check_target_labels(y_true, offsets: np.ndarray, target: Target) -> np.ndarray:

@@ -70,15 +70,17 @@ gradient by default; with ``ignore_all_equal=False`` only zero targets are skipp
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
 
+from .._deprecation import legacy_arguments
+from .._validation import check_float
 from ._base import RankingObjective
 from ._targets import Target, check_target, check_target_labels, target_scores
 
-__all__ = ["Cosine", "cosine"]
+__all__ = ["Cosine", "CosineState", "cosine"]
 
 
 # Once per dataset and linear in its size: serial, which compiles faster than a parallel loop.
@@ -138,46 +140,33 @@ def cosine_kernel(scores, u, offsets, active, eps, grad, hess, want_loss):
     return loss
 
 
+class CosineState(NamedTuple):
+    """Per-dataset arrays of :class:`Cosine`: the unit targets and the queries that count."""
+
+    u: np.ndarray
+    offsets: np.ndarray
+    active: np.ndarray
+
+
 class Cosine(RankingObjective):
     """RankCosine with a smoothed score norm; build it with :func:`cosine`."""
 
     factory = "cosine"
     shift_invariant = False
+    _setting_names = ("target", "target_k", "eps", "ignore_all_equal")
 
-    def __init__(
-        self,
-        k: int | None = None,
-        target: Target = "exp2",
-        *,
-        eps: float = 1.0,
-        ignore_all_equal: bool = True,
-        hess_floor: float = 1e-6,
-        hess_scale: float = 1.0,
-    ) -> None:
+    def __init__(self, *, target, target_k, eps, ignore_all_equal, hess_floor, hess_scale) -> None:
         super().__init__(hess_floor=hess_floor, hess_scale=hess_scale)
-        self.k = check_target(target, k, "k")
+        self.target_k = check_target(target, target_k)
         self.target = target
-        if isinstance(eps, bool) or not isinstance(eps, (int, float, np.integer, np.floating)) or not (
-            np.isfinite(eps) and eps > 0
-        ):
-            raise ValueError(f"eps must be a finite number > 0, got {eps!r}")
-        self.eps = float(eps)
+        self.eps = check_float("eps", eps, min=0.0, strict=True)
         self.ignore_all_equal = bool(ignore_all_equal)
-
-    def _params(self) -> dict[str, Any]:
-        return {
-            "k": self.k,
-            "target": self.target,
-            "eps": self.eps,
-            "ignore_all_equal": self.ignore_all_equal,
-            **super()._params(),
-        }
 
     def _label_check(self, y_true, offsets):
         return check_target_labels(y_true, offsets, self.target)
 
     def _prepare(self, labels, offsets):
-        psi, informative = target_scores(labels, offsets, self.target, self.k)
+        psi, informative = target_scores(labels, offsets, self.target, self.target_k)
         u = unit_targets(psi, offsets)
         if self.ignore_all_equal:
             active = informative
@@ -185,28 +174,16 @@ class Cosine(RankingObjective):
             sizes = np.diff(offsets)
             nonzero = np.add.reduceat(np.abs(u), offsets[:-1]) > 0 if sizes.size else np.zeros(0, dtype=bool)
             active = nonzero.astype(np.uint8)
-        return u, offsets, active
+        return CosineState(u, offsets, active)
 
-    def _run(self, state, scores, grad, hess, want_loss):
-        u, offsets, active = state
-        return cosine_kernel(scores, u, offsets, active, self.eps, grad, hess, want_loss)
-
-    def _grad_hess(self, state, scores, grad, hess):
-        self._run(state, scores, grad, hess, False)
-
-    def _loss(self, state, scores):
-        n = scores.shape[0]
-        return self._run(state, scores, np.zeros(n), np.zeros(n), True)
+    def _run(self, state: CosineState, scores, grad, hess, want_loss):
+        return cosine_kernel(scores, state.u, state.offsets, state.active, self.eps, grad, hess, want_loss)
 
 
+@legacy_arguments(positional=("target_k", "target"), renamed={"k": "target_k"})
 def cosine(
-    k: int | None = None,
-    target: Target = "exp2",
-    *,
-    eps: float = 1.0,
-    ignore_all_equal: bool = True,
-    hess_floor: float = 1e-6,
-    hess_scale: float = 1.0,
+    *, target: Target = "exp2", target_k: int | None = None, eps: float = 1.0, ignore_all_equal: bool = True,
+    hess_floor: float = 1e-6, hess_scale: float = 1.0,
 ) -> Cosine:
     r"""RankCosine: one minus the cosine between the target scores and the scores, halved.
 
@@ -220,15 +197,16 @@ def cosine(
 
     Parameters
     ----------
-    k : int, optional
-        The top-k mapping of Xia et al. (2009, section 4.3.2): keep the target order in the
-        top ``k`` positions and give every document below a common small value. None uses
-        the plain mapping.
     target : str or callable, default="exp2"
         The target scores :math:`\psi`: ``"exp2"`` (:math:`2^l - 1`), ``"linear"``
         (:math:`l`), the position mappings ``"rank_log"``, ``"rank_sqrt"``,
         ``"rank_linear"``, ``"rank_quadratic"``, ``"rank_exp"`` of Xia et al. (2008), or a
         callable on one query's labels. See :mod:`gbrank.objectives._targets`.
+    target_k : int, optional
+        The top-k mapping of Xia et al. (2009, section 4.3.2): keep the target order in the
+        top ``target_k`` positions and give every document below a common small value. None
+        uses the plain mapping. The same setting as ListNet's ``target_k``; called ``k``
+        before gbrank 0.2.
     eps : float, default=1.0
         Per-document smoothing of the score norm, :math:`N^2 = \lVert s \rVert^2 + n\varepsilon^2`.
     ignore_all_equal : bool, default=True
@@ -250,4 +228,4 @@ def cosine(
     bounds the exact diagonal's magnitude within a factor of six. The loss is not invariant
     to shifting a query's scores. Sample weights multiply each row's gradient and hessian.
     """
-    return Cosine(k, target, eps=eps, ignore_all_equal=ignore_all_equal, hess_floor=hess_floor, hess_scale=hess_scale)
+    return Cosine(**locals())

@@ -84,7 +84,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_labels
+from .._validation import check_choice, check_float, check_int, check_labels
 from ..gains import EXP2_MAX_LABEL, Discount, Gain, discount_values, gain_values
 from ._pairwise import PairSettings, PairwiseObjective
 
@@ -98,19 +98,6 @@ LAMBDALOSS_WEIGHTINGS = {
     "ndcg_loss2pp": "ndcg_loss2pp",
     "ndcg_loss2++": "ndcg_loss2pp",
 }
-
-
-def _positive_int(value, name):
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
-        raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
-    return None if value is None else int(value)
-
-
-def _positive_float(value, name, *, zero=False):
-    ok = not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating)) and np.isfinite(value)
-    if not ok or value < 0 or (value == 0 and not zero):
-        raise ValueError(f"{name} must be a finite number {'>= 0' if zero else '> 0'}, got {value!r}")
-    return float(value)
 
 
 def _ideal_dcg(gains, offsets, table, k):
@@ -132,8 +119,8 @@ class LambdaObjective(PairwiseObjective):
         discount_values(1, discount)
         self.gain = gain
         self.discount = discount
-        self.truncation = _positive_int(truncation, "truncation")
-        self.sigma = _positive_float(sigma, "sigma")
+        self.truncation = check_int("truncation", truncation, min=1, optional=True)
+        self.sigma = check_float("sigma", sigma, min=0.0, strict=True)
 
     def _ndcg_inputs(self, labels, offsets, k):
         gains = gain_values(labels, self.gain, offsets=offsets)
@@ -156,18 +143,12 @@ class LambdaRank(LambdaObjective):
     def __init__(self, measure="ndcg", *, k=None, gain="exp2", discount="log2", truncation=30, sigma=1.0,
                  norm=True, relevance_threshold=0.0, max_label=None, hess_floor=0.0, hess_scale=1.0):
         super().__init__(hess_floor=hess_floor, hess_scale=hess_scale)
-        if measure not in MEASURES:
-            raise ValueError(f"measure must be one of {', '.join(MEASURES)}, got {measure!r}")
+        self.measure = check_choice("measure", measure, MEASURES)
         self._check_common(gain, discount, truncation, sigma)
-        self.measure = measure
-        self.k = _positive_int(k, "k")
+        self.k = check_int("k", k, min=1, optional=True)
         self.norm = bool(norm)
-        self.relevance_threshold = _positive_float(relevance_threshold, "relevance_threshold", zero=True)
-        if max_label is not None and (
-            isinstance(max_label, bool) or not isinstance(max_label, (int, np.integer)) or not 0 <= max_label <= EXP2_MAX_LABEL
-        ):
-            raise ValueError(f"max_label must be an integer in 0 .. {EXP2_MAX_LABEL} or None, got {max_label!r}")
-        self.max_label = None if max_label is None else int(max_label)
+        self.relevance_threshold = check_float("relevance_threshold", relevance_threshold, min=0.0)
+        self.max_label = check_int("max_label", max_label, min=0, max=EXP2_MAX_LABEL, optional=True)
         self.pairs = PairSettings(measure, k=self.k, sigma=self.sigma, natural_log=True, truncation=self.truncation,
                                   norm=self.norm)
 
@@ -219,13 +200,10 @@ class LambdaLoss(LambdaObjective):
     def __init__(self, weighting="ndcg_loss2pp", *, mu=10.0, gain="exp2", discount="log2", truncation=None,
                  sigma=1.0, norm=False, hess_floor=1e-6, hess_scale=1.0):
         super().__init__(hess_floor=hess_floor, hess_scale=hess_scale)
-        if weighting not in LAMBDALOSS_WEIGHTINGS:
-            raise ValueError(
-                f"weighting must be one of {', '.join(LAMBDALOSS_WEIGHTINGS)}, got {weighting!r}"
-            )
+        check_choice("weighting", weighting, tuple(LAMBDALOSS_WEIGHTINGS))
         self._check_common(gain, discount, truncation, sigma)
         self.weighting = "ndcg_loss2pp" if weighting == "ndcg_loss2++" else weighting
-        self.mu = _positive_float(mu, "mu", zero=True)
+        self.mu = check_float("mu", mu, min=0.0)
         self.norm = bool(norm)
         self.pairs = PairSettings(LAMBDALOSS_WEIGHTINGS[weighting], mu=self.mu, sigma=self.sigma,
                                   truncation=self.truncation, norm=self.norm)

@@ -76,8 +76,9 @@ k >= 3
     queries use an unbiased Monte Carlo estimate: ``n_samples`` prefixes are drawn from
     :math:`Q` by the Gumbel top-k trick (the top :math:`k` of :math:`\psi_d + G_d`,
     :math:`G_d` standard Gumbel, is an exact Plackett–Luce draw) and the loss, gradient and
-    exact diagonal hessian of the top-:math:`k` ListMLE loss are averaged over them. Each
-    sample costs O(n) plus O(k^2) (log space, suffix log-sum-exps), so a query costs
+    exact diagonal hessian of the top-:math:`k` ListMLE loss are averaged over them, each
+    computed by the Plackett–Luce kernel (``pl_query`` of :mod:`gbrank.objectives.plackett_luce`,
+    the drawn prefix weighted 1 and the rest 0). Each sample costs O(n), so a query costs
     O(``n_samples`` n). The hessian estimate is an unbiased estimate of the exact diagonal
     and is non-negative. The draws come from a hash of ``seed``, the query and its current
     scores: fresh at every boosting iteration, identical when a training is repeated,
@@ -91,17 +92,19 @@ information: zero loss and zero gradient by default (``ignore_all_equal``).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
 
+from .._deprecation import legacy_arguments
+from .._validation import check_int
 from ._base import RankingObjective
-from ._logspace import logaddexp as _logaddexp
 from ._random import next_uniform, query_stream
 from ._targets import Target, check_target, check_target_labels, target_scores
+from .plackett_luce import pl_query
 
-__all__ = ["ListNet", "listnet"]
+__all__ = ["ListNet", "ListNetState", "listnet"]
 
 # Replaces a uniform draw of exactly 0, so that the Gumbel transform stays finite.
 _TINY_UNIFORM = 2.0**-54
@@ -316,9 +319,10 @@ def _sampled(s, psi, start, end, k, n_samples, seed, query, grad, hess, want_los
     key_psi = np.empty(k)
     key_g = np.empty(k)
     prefix = np.empty(k, dtype=np.int64)
-    in_prefix = np.full(n, -1, dtype=np.int64)
-    top = np.empty(k + 1)
-    logz = np.empty(k + 1)
+    in_prefix = np.zeros(n, dtype=np.bool_)
+    # the drawn prefix, then the other rows: a permutation whose top k is ListMLE's
+    perm = np.empty(n, dtype=np.int64)
+    top_k = np.ones(k)
     weight = 1.0 / n_samples
     loss = 0.0
     for _ in range(n_samples):
@@ -342,62 +346,16 @@ def _sampled(s, psi, start, end, k, n_samples, seed, query, grad, hess, want_los
             if filled < k:
                 filled += 1
         for t in range(k):
-            in_prefix[prefix[t]] = t
-        # suffix t (documents still unranked at step t) has log-sum-exp top[t] + logz[t], top[t]
-        # its largest score: scores are only subtracted from scores, never added to a
-        # log-normaliser, so that no digit of logz is lost against scores of 1e30
-        mr = -np.inf
+            in_prefix[prefix[t]] = True
+            perm[t] = start + prefix[t]
+        r = k
         for i in range(n):
-            if in_prefix[i] < 0:
-                mr = max(mr, s[start + i])
-        zr = 0.0
-        for i in range(n):
-            if in_prefix[i] < 0:
-                zr += math.exp(s[start + i] - mr)
-        top[k] = mr
-        logz[k] = math.log(zr)
-        for t in range(k - 1, -1, -1):
-            sp = s[start + prefix[t]]
-            if sp > mr:
-                zr = zr * math.exp(mr - sp) + 1.0
-                mr = sp
+            if in_prefix[i]:
+                in_prefix[i] = False
             else:
-                zr += math.exp(sp - mr)
-            top[t] = mr
-            logz[t] = math.log(zr)
-        # log sum_{t<k} exp(top[k-1] - lse_t) and log sum_{t<k} exp(2 (top[k-1] - lse_t))
-        ca = -np.inf
-        cb = -np.inf
-        for t in range(k):
-            if t > 0:
-                drop = top[t - 1] - top[t]
-                ca -= drop
-                cb -= 2.0 * drop
-            ca = _logaddexp(ca, -logz[t])
-            cb = _logaddexp(cb, -2.0 * logz[t])
-            if want_loss:
-                loss += weight * ((top[t] - s[start + prefix[t]]) + logz[t])
-        for i in range(n):
-            r = in_prefix[i]
-            si = s[start + i]
-            if r < 0:
-                x = si - top[k - 1]
-                g = math.exp(x + ca)
-                h = g - math.exp(2.0 * x + cb)
-                grad[start + i] += weight * g
-                hess[start + i] += weight * (h if h > 0.0 else 0.0)
-            else:
-                g = -1.0
-                h = 0.0
-                for t in range(r + 1):
-                    x = (si - top[t]) - logz[t]
-                    pi = math.exp(x)
-                    g += pi
-                    h -= pi * math.expm1(x)
-                grad[start + i] += weight * g
-                hess[start + i] += weight * h
-        for t in range(k):
-            in_prefix[prefix[t]] = -1
+                perm[r] = start + i
+                r += 1
+        loss += pl_query(s, perm, top_k, 0, k, weight, grad, hess, True, want_loss)
     return loss
 
 
@@ -410,9 +368,13 @@ def _query_shallow(scores, q, m, start, end, k, grad, hess, want_loss):
 
 
 @njit(cache=True)
-def _query_deep(scores, psi, q, m, start, end, k, n_samples, seed, query, exact_limit, grad, hess, want_loss):
-    """One query of at least two documents for k >= 3."""
+def _query_deep(scores, psi, q, m, offsets, active, query, k, n_samples, seed, exact_limit, grad, hess, want_loss):
+    """One query for k >= 3 (nothing for an inactive query or a single document)."""
+    start = offsets[query]
+    end = offsets[query + 1]
     n = end - start
+    if not active[query] or n < 2:
+        return 0.0
     kk = min(k, n - 1)
     if kk <= 2:
         return _query_shallow(scores, q, m, start, end, kk, grad, hess, want_loss)
@@ -425,11 +387,9 @@ def _query_deep(scores, psi, q, m, start, end, k, n_samples, seed, query, exact_
 @njit(parallel=True, cache=True)
 def listnet_shallow_kernel(scores, q, m, offsets, active, k, grad, hess, want_loss):
     """k <= 2: fill grad and hess (raw, zero-initialised) and return the per-query cross-entropy."""
-    n_queries = offsets.shape[0] - 1
-    loss = np.zeros(n_queries)
-    for query in prange(n_queries):
-        start = offsets[query]
-        end = offsets[query + 1]
+    loss = np.zeros(offsets.shape[0] - 1)
+    for query in prange(loss.shape[0]):
+        start, end = offsets[query], offsets[query + 1]
         if active[query] and end - start >= 2:
             loss[query] = _query_shallow(scores, q, m, start, end, k, grad, hess, want_loss)
     return loss
@@ -438,63 +398,41 @@ def listnet_shallow_kernel(scores, q, m, offsets, active, k, grad, hess, want_lo
 @njit(parallel=True, cache=True)
 def listnet_kernel(scores, psi, q, m, offsets, active, k, n_samples, seed, exact_limit, grad, hess, want_loss):
     """Any k: fill grad and hess (raw, zero-initialised) and return the per-query cross-entropy."""
-    n_queries = offsets.shape[0] - 1
-    loss = np.zeros(n_queries)
-    for query in prange(n_queries):
-        start = offsets[query]
-        end = offsets[query + 1]
-        if active[query] and end - start >= 2:
-            # the query index as int64 (prange's is unsigned): one compiled per-query function
-            loss[query] = _query_deep(
-                scores, psi, q, m, start, end, k, n_samples, seed, np.int64(query), exact_limit, grad, hess, want_loss
-            )
+    loss = np.zeros(offsets.shape[0] - 1)
+    # the query index as int64 (prange's is unsigned): one compiled per-query function
+    for query in prange(loss.shape[0]):
+        args = (scores, psi, q, m, offsets, active, np.int64(query), k, n_samples, seed, exact_limit)
+        loss[query] = _query_deep(*args, grad, hess, want_loss)
     return loss
 
 
-def _check_int(value, name, minimum):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+class ListNetState(NamedTuple):
+    """Per-dataset arrays of :class:`ListNet`: targets, their top-1 and top-2 marginals."""
+
+    psi: np.ndarray
+    q: np.ndarray
+    m: np.ndarray
+    offsets: np.ndarray
+    active: np.ndarray
 
 
 class ListNet(RankingObjective):
     """ListNet's top-k cross-entropy; build it with :func:`listnet`."""
 
     factory = "listnet"
+    _setting_names = ("k", "target", "target_k", "n_samples", "seed", "exact_limit", "ignore_all_equal")
 
     def __init__(
-        self,
-        k: int = 1,
-        target: Target = "exp2",
-        *,
-        target_k: int | None = None,
-        n_samples: int = 16,
-        seed: int = 0,
-        exact_limit: int = 1000,
-        ignore_all_equal: bool = True,
-        hess_floor: float = 1e-6,
-        hess_scale: float = 1.0,
+        self, *, k, target, target_k, n_samples, seed, exact_limit, ignore_all_equal, hess_floor, hess_scale
     ) -> None:
         super().__init__(hess_floor=hess_floor, hess_scale=hess_scale)
-        self.k = _check_int(k, "k", 1)
-        self.target_k = check_target(target, target_k, "target_k")
+        self.k = check_int("k", k, min=1)
+        self.target_k = check_target(target, target_k)
         self.target = target
-        self.n_samples = _check_int(n_samples, "n_samples", 1)
-        self.seed = _check_int(seed, "seed", 0)
-        self.exact_limit = _check_int(exact_limit, "exact_limit", 0)
+        self.n_samples = check_int("n_samples", n_samples, min=1)
+        self.seed = check_int("seed", seed, min=0)
+        self.exact_limit = check_int("exact_limit", exact_limit, min=0)
         self.ignore_all_equal = bool(ignore_all_equal)
-
-    def _params(self) -> dict[str, Any]:
-        return {
-            "k": self.k,
-            "target": self.target,
-            "target_k": self.target_k,
-            "n_samples": self.n_samples,
-            "seed": self.seed,
-            "exact_limit": self.exact_limit,
-            "ignore_all_equal": self.ignore_all_equal,
-            **super()._params(),
-        }
 
     def _label_check(self, y_true, offsets):
         return check_target_labels(y_true, offsets, self.target)
@@ -503,29 +441,22 @@ class ListNet(RankingObjective):
         psi, informative = target_scores(labels, offsets, self.target, self.target_k)
         active = informative if self.ignore_all_equal else np.ones_like(informative)
         q, m = top2_marginals(psi, offsets)
-        return psi, q, m, offsets, active
+        return ListNetState(psi, q, m, offsets, active)
 
-    def _run(self, state, scores, grad, hess, want_loss):
-        psi, q, m, offsets, active = state
+    def _run(self, state: ListNetState, scores, grad, hess, want_loss):
         if self.k <= 2:
-            return listnet_shallow_kernel(scores, q, m, offsets, active, self.k, grad, hess, want_loss)
+            return listnet_shallow_kernel(scores, state.q, state.m, state.offsets, state.active, self.k, grad, hess, want_loss)
         return listnet_kernel(
-            scores, psi, q, m, offsets, active, self.k, self.n_samples, self.seed, self.exact_limit,
-            grad, hess, want_loss,
+            scores, state.psi, state.q, state.m, state.offsets, state.active, self.k, self.n_samples, self.seed,
+            self.exact_limit, grad, hess, want_loss,
         )
 
-    def _grad_hess(self, state, scores, grad, hess):
-        self._run(state, scores, grad, hess, False)
 
-    def _loss(self, state, scores):
-        n = scores.shape[0]
-        return self._run(state, scores, np.zeros(n), np.zeros(n), True)
-
-
+@legacy_arguments(positional=("k", "target"))
 def listnet(
+    *,
     k: int = 1,
     target: Target = "exp2",
-    *,
     target_k: int | None = None,
     n_samples: int = 16,
     seed: int = 0,
@@ -583,14 +514,4 @@ def listnet(
     unbiased, non-negative estimate of it for sampled ones. Sample weights multiply each
     row's gradient and hessian.
     """
-    return ListNet(
-        k,
-        target,
-        target_k=target_k,
-        n_samples=n_samples,
-        seed=seed,
-        exact_limit=exact_limit,
-        ignore_all_equal=ignore_all_equal,
-        hess_floor=hess_floor,
-        hess_scale=hess_scale,
-    )
+    return ListNet(**locals())

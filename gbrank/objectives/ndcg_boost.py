@@ -67,10 +67,11 @@ from typing import Any
 import numpy as np
 from numba import njit, prange
 
-from .._validation import check_labels, check_scores
+from .._validation import InvalidParameterError, check_labels, check_scores
 from ..gains import Gain, discount_values, gain_values
 from ..groups import check_group
 from ._base import RankingObjective
+from ._label_order import label_order
 
 __all__ = ["NDCGBoostObjective", "NDCGBoostState", "document_weights", "ndcg_boost", "prepare_queries"]
 
@@ -110,41 +111,20 @@ def prepare_queries(gains: np.ndarray, offsets: np.ndarray) -> NDCGBoostState:
     """Sort each query by gain and compute ``1/Z_q`` and the equal-label constant of ``M_q``."""
     gains = np.ascontiguousarray(gains, dtype=np.float64)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-    sizes = np.diff(offsets)
-    qid = np.repeat(np.arange(sizes.size), sizes)
-    # lexsort: last key is primary; stable so equal gains keep the input order
-    order = np.lexsort((-gains, qid)).astype(np.int64)
-    sorted_gain = gains[order]
-    longest = int(sizes.max()) if sizes.size else 0
-    disc = discount_values(longest, "log2")
-    block_end, inv_z, tie_mass = _query_tables(sorted_gain, offsets, disc)
-    return NDCGBoostState(offsets, order, sorted_gain, block_end, inv_z, tie_mass)
-
-
-@njit(cache=True)
-def _query_tables(sorted_gain, offsets, disc):
     n_queries = offsets.shape[0] - 1
-    block_end = np.empty(sorted_gain.shape[0], dtype=np.int64)
-    inv_z = np.zeros(n_queries)
-    tie_mass = np.zeros(n_queries)
-    for q in range(n_queries):
-        a, b = offsets[q], offsets[q + 1]
-        z = 0.0
-        for p in range(a, b):
-            z += sorted_gain[p] * disc[p - a]
-        if z > 0.0:
-            inv_z[q] = 1.0 / z
-        p = a
-        while p < b:
-            r = p
-            while r < b and sorted_gain[r] == sorted_gain[p]:
-                r += 1
-            c = r - p
-            tie_mass[q] += sorted_gain[p] * c * (c - 1) * 0.5
-            for t in range(p, r):
-                block_end[t] = r
-            p = r
-    return block_end, inv_z, tie_mass
+    # the label order of the gains: sorted decreasingly (stable) with their tied blocks
+    blocks = label_order(gains, offsets)
+    sorted_gain = blocks.sorted_labels
+    disc = discount_values(int(blocks.position.max(initial=0)), "log2")
+    z = np.bincount(blocks.qid, weights=sorted_gain * disc[blocks.position - 1], minlength=n_queries)
+    with np.errstate(divide="ignore"):
+        inv_z = np.where(z > 0.0, 1.0 / z, 0.0)
+    first = np.flatnonzero(blocks.block_start == np.arange(gains.shape[0]))
+    count = blocks.block_end[first] - first
+    tie_mass = np.bincount(
+        blocks.qid[first], weights=sorted_gain[first] * count * (count - 1) * 0.5, minlength=n_queries
+    )
+    return NDCGBoostState(offsets, blocks.order, sorted_gain, blocks.block_end, inv_z, tie_mass)
 
 
 @njit(cache=True, parallel=True)
@@ -311,7 +291,9 @@ class NDCGBoostObjective(RankingObjective):
         super().__init__(hess_floor=hess_floor, hess_scale=hess_scale)
         if isinstance(gain, str):
             if gain not in ("exp2", "linear"):
-                raise ValueError(f"gain must be 'exp2', 'linear' or an array indexed by label, got {gain!r}")
+                raise InvalidParameterError(
+                    f"gain must be 'exp2', 'linear' or an array indexed by label, got {gain!r}"
+                )
             self.gain: Any = gain
         else:
             self.gain = np.asarray(gain, dtype=np.float64)

@@ -32,19 +32,21 @@ give every gradient in O(n) per query, for scores of any magnitude.
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Callable, Literal, Union
+from typing import Any, Callable, Literal, NamedTuple, Union
 
 import numpy as np
 from numba import njit, prange
 
+from .._deprecation import legacy_arguments
 from .._sort import order_desc
+from .._validation import check_choice, check_int
 from ..gains import Discount, Gain, discount_values, gain_values
 from ._base import RankingObjective
 from ._label_order import label_order, ndcg_weights
 from ._logspace import logaddexp as _logaddexp
 from ._random import next_uniform, query_stream
 
-__all__ = ["listmle", "listmle_topk", "plackett_luce", "wlistmle", "PlackettLuce"]
+__all__ = ["listmle", "listmle_topk", "plackett_luce", "pl_query", "wlistmle", "PlackettLuce", "PLState"]
 
 Ties = Literal["random", "score", "input"]
 _TIE_MODES = ("input", "random", "score")
@@ -108,7 +110,7 @@ _LINEAR_SPAN = 300.0
 
 
 @njit(cache=True, inline="always")
-def _query_grad_hess_linear(scores, perm, weights, wstart, head, smax, grad, hess):
+def _grad_hess_linear(scores, perm, weights, wstart, head, smax, scale, grad, hess):
     m = perm.shape[0]
     e = np.empty(m)
     for i in range(m):
@@ -132,21 +134,22 @@ def _query_grad_hess_linear(scores, perm, weights, wstart, head, smax, grad, hes
                 b += w * inv * inv
         d = perm[i]
         first = e[i] * a
-        grad[d] = first - w
+        grad[d] += scale * (first - w)
         h = first - e[i] * e[i] * b
-        hess[d] = h if h > 0.0 else 0.0
+        hess[d] += scale * (h if h > 0.0 else 0.0)
 
 
 @njit(cache=True, inline="always")
-def _query_grad_hess_log(scores, perm, weights, wstart, grad, hess):
+def _log_space(scores, perm, weights, wstart, head, scale, grad, hess, want_grad):
     m = perm.shape[0]
     # lse_i = top[i] + logz[i], with top[i] the largest score among positions i..m-1: scores
     # are only ever subtracted from a score, never added to a log-normaliser, so that no
     # digit of log z is lost against scores of 1e30
     top = np.empty(m)
-    logz = np.empty(m)
+    logz = np.empty(head)
     mx = -np.inf
     z = 0.0
+    loss = 0.0
     for i in range(m - 1, -1, -1):
         s = scores[perm[i]]
         if s > mx:
@@ -155,7 +158,13 @@ def _query_grad_hess_log(scores, perm, weights, wstart, grad, hess):
         else:
             z += np.exp(s - mx)
         top[i] = mx
-        logz[i] = np.log(z)
+        if i < head:
+            logz[i] = np.log(z)
+            w = weights[wstart + i]
+            if w > 0.0:
+                loss += w * ((mx - s) + logz[i])
+    if not want_grad:
+        return scale * loss
     # ca = log sum_{i<=r} w_i exp(top[r] - lse_i), cb = log sum_{i<=r} w_i exp(2 (top[r] - lse_i))
     ca = -np.inf
     cb = -np.inf
@@ -164,35 +173,53 @@ def _query_grad_hess_log(scores, perm, weights, wstart, grad, hess):
             drop = top[i - 1] - top[i]
             ca -= drop
             cb -= 2.0 * drop
-        w = weights[wstart + i]
-        if w > 0.0:
-            lw = np.log(w)
-            ca = _logaddexp(ca, lw - logz[i])
-            cb = _logaddexp(cb, lw - 2.0 * logz[i])
+        w = 0.0
+        if i < head:
+            w = weights[wstart + i]
+            if w > 0.0:
+                lw = np.log(w)
+                ca = _logaddexp(ca, lw - logz[i])
+                cb = _logaddexp(cb, lw - 2.0 * logz[i])
         d = perm[i]
         x = scores[d] - top[i]
         first = np.exp(x + ca)
-        grad[d] = first - w
+        grad[d] += scale * (first - w)
         h = first - np.exp(2.0 * x + cb)
-        hess[d] = h if h > 0.0 else 0.0
+        hess[d] += scale * (h if h > 0.0 else 0.0)
+    return scale * loss
 
 
 @njit(cache=True)
-def _query_grad_hess(scores, order, tie_end, weights, head, offsets, active, shuffle, seed, q, grad, hess):
+def pl_query(scores, perm, weights, wstart, head, scale, grad, hess, want_grad, want_loss):
+    """The position-weighted PL loss of one permutation, and its gradient and hessian.
+
+    ``perm`` lists the query's rows in the target order, position ``i`` weighted
+    ``weights[wstart + i]`` for ``i < head`` and 0 from ``head`` on. With ``want_grad``,
+    ``scale`` times the gradient and the exact diagonal hessian are added to ``grad`` and
+    ``hess`` at the rows of ``perm``; with ``want_loss`` the loss is computed (in log space)
+    and ``scale`` times it returned, else 0.
+    """
+    if want_grad and not want_loss:
+        smax = -np.inf
+        smin = np.inf
+        for i in range(perm.shape[0]):
+            smax = max(smax, scores[perm[i]])
+            smin = min(smin, scores[perm[i]])
+        if smax - smin < _LINEAR_SPAN:
+            _grad_hess_linear(scores, perm, weights, wstart, head, smax, scale, grad, hess)
+            return 0.0
+    return _log_space(scores, perm, weights, wstart, head, scale, grad, hess, want_grad)
+
+
+@njit(cache=True, inline="always")
+def _query_perm(scores, order, tie_end, head, offsets, active, shuffle, seed, q):
+    """The query's rows in a label-consistent order, or an empty array for a query that
+    carries no loss (inactive, a single document, no positive weight)."""
     start = offsets[q]
     end = offsets[q + 1]
     if not active[q] or end - start < 2 or head[q] == 0:
-        return
-    perm = _permutation(scores, order, tie_end, start, end, head[q], q, shuffle, seed)
-    smax = -np.inf
-    smin = np.inf
-    for i in range(start, end):
-        smax = max(smax, scores[i])
-        smin = min(smin, scores[i])
-    if smax - smin < _LINEAR_SPAN:
-        _query_grad_hess_linear(scores, perm, weights, start, head[q], smax, grad, hess)
-    else:
-        _query_grad_hess_log(scores, perm, weights, start, grad, hess)
+        return order[start:start]
+    return _permutation(scores, order, tie_end, start, end, head[q], q, shuffle, seed)
 
 
 @njit(parallel=True, cache=True)
@@ -204,46 +231,35 @@ def pl_grad_hess(scores, order, tie_end, weights, head, offsets, active, shuffle
     position ``j``, ``weights[j]`` is the weight of sorted position ``j`` and ``head[q]`` is
     one past the last positive weight of query ``q``. With ``shuffle``, tied blocks are
     shuffled by draws hashed from ``seed``, the query and its scores. Queries with
-    ``active[q] == 0`` are left at zero.
+    ``active[q] == 0`` are left at zero; ``grad`` and ``hess`` must be zero on entry.
     """
-    # the query index as int64 (prange's is unsigned): one compiled per-query function
     for q in prange(offsets.shape[0] - 1):
-        _query_grad_hess(scores, order, tie_end, weights, head, offsets, active, shuffle, seed, np.int64(q), grad, hess)
-
-
-@njit(cache=True)
-def _query_loss(scores, order, tie_end, weights, head, offsets, active, shuffle, seed, q):
-    start = offsets[q]
-    end = offsets[q + 1]
-    if not active[q] or end - start < 2 or head[q] == 0:
-        return 0.0
-    perm = _permutation(scores, order, tie_end, start, end, head[q], q, shuffle, seed)
-    # log-sum-exp of the suffix as mx + log(z), so that lse - s keeps the digits of log z
-    mx = -np.inf
-    z = 0.0
-    total = 0.0
-    for i in range(end - start - 1, -1, -1):
-        s = scores[perm[i]]
-        if s > mx:
-            z = z * np.exp(mx - s) + 1.0
-            mx = s
-        else:
-            z += np.exp(s - mx)
-        if i < head[q]:
-            w = weights[start + i]
-            if w > 0.0:
-                total += w * ((mx - s) + np.log(z))
-    return total
+        perm = _query_perm(scores, order, tie_end, head, offsets, active, shuffle, seed, np.int64(q))
+        if perm.shape[0]:
+            pl_query(scores, perm, weights, offsets[q], head[q], 1.0, grad, hess, True, False)
 
 
 @njit(parallel=True, cache=True)
 def pl_loss(scores, order, tie_end, weights, head, offsets, active, shuffle, seed):
     """Per-query position-weighted PL negative log-likelihood (0 for inactive queries)."""
-    n_queries = offsets.shape[0] - 1
-    out = np.zeros(n_queries)
-    for q in prange(n_queries):
-        out[q] = _query_loss(scores, order, tie_end, weights, head, offsets, active, shuffle, seed, np.int64(q))
+    out = np.zeros(offsets.shape[0] - 1)
+    no_grad = np.empty(0)
+    for q in prange(out.shape[0]):
+        perm = _query_perm(scores, order, tie_end, head, offsets, active, shuffle, seed, np.int64(q))
+        if perm.shape[0]:
+            out[q] = pl_query(scores, perm, weights, offsets[q], head[q], 1.0, no_grad, no_grad, False, True)
     return out
+
+
+class PLState(NamedTuple):
+    """Per-dataset arrays of :class:`PlackettLuce` (see ``pl_grad_hess``)."""
+
+    order: np.ndarray
+    tie_end: np.ndarray
+    weights: np.ndarray
+    head: np.ndarray
+    offsets: np.ndarray
+    active: np.ndarray
 
 
 class PlackettLuce(RankingObjective):
@@ -266,13 +282,9 @@ class PlackettLuce(RankingObjective):
         hess_scale: float = 1.0,
     ) -> None:
         super().__init__(hess_floor=hess_floor, hess_scale=hess_scale)
-        if ties not in _TIE_MODES:
-            raise ValueError(f"ties must be one of {sorted(_TIE_MODES)}, got {ties!r}")
-        if not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
         self.factory = factory
-        self.ties = ties
-        self.seed = int(seed)
+        self.ties = check_choice("ties", ties, _TIE_MODES)
+        self.seed = check_int("seed", seed, min=0)
         self.ignore_all_equal = bool(ignore_all_equal)
         self._weight_fn = weight_fn
         self._factory_params = params
@@ -309,13 +321,16 @@ class PlackettLuce(RankingObjective):
             active = np.ones(sizes.size, dtype=np.uint8)
         last_positive = np.where(weights > 0, blocks.position, 0)
         head = np.maximum.reduceat(last_positive, offsets[:-1]) if sizes.size else np.zeros(0, np.int64)
-        return blocks.order, blocks.block_end, weights, head.astype(np.int64), offsets, active
+        return PLState(blocks.order, blocks.block_end, weights, head.astype(np.int64), offsets, active)
 
-    def _kernel_args(self, state, scores):
-        order, tie_end, weights, head, offsets, active = state
+    def _kernel_args(self, state: PLState, scores):
+        order = state.order
         if self.ties == "score":
-            order = score_order(scores, order, tie_end, head, offsets)
-        return (scores, order, tie_end, weights, head, offsets, active, self.ties == "random", self.seed)
+            order = score_order(scores, order, state.tie_end, state.head, state.offsets)
+        return (
+            scores, order, state.tie_end, state.weights, state.head, state.offsets, state.active,
+            self.ties == "random", self.seed,
+        )
 
     def _grad_hess(self, state, scores, grad, hess):
         pl_grad_hess(*self._kernel_args(state, scores), grad, hess)
@@ -385,8 +400,15 @@ def _ndcg_weights(gain, discount, cutoff, discount_at, sorted_labels, position, 
     return ndcg_weights(sorted_labels, position if discount_at == "rank" else best_rank, gain, discount, cutoff)
 
 
+def _common(settings: dict[str, Any]) -> dict[str, Any]:
+    return {key: settings[key] for key in ("ties", "seed", "ignore_all_equal", "hess_floor", "hess_scale")}
+
+
 @_with_common_doc
-def plackett_luce(position_weights: PositionWeights, **kwargs) -> PlackettLuce:
+def plackett_luce(
+    position_weights: PositionWeights, *, ties: Ties = "random", seed: int = 0, ignore_all_equal: bool = True,
+    hess_floor: float = 1e-6, hess_scale: float = 1.0,
+) -> PlackettLuce:
     r"""Plackett–Luce loss with user-supplied position weights.
 
     .. math::
@@ -408,11 +430,14 @@ def plackett_luce(position_weights: PositionWeights, **kwargs) -> PlackettLuce:
         if table.ndim != 1 or not np.isfinite(table).all() or table.min(initial=0.0) < 0:
             raise ValueError("position_weights must be a 1-D array of finite, non-negative values")
         weight_fn = partial(_table_weights, table)
-    return PlackettLuce(weight_fn, {"position_weights": position_weights}, "plackett_luce", **kwargs)
+    return PlackettLuce(weight_fn, {"position_weights": position_weights}, "plackett_luce", **_common(locals()))
 
 
 @_with_common_doc
-def listmle(**kwargs) -> PlackettLuce:
+def listmle(
+    *, ties: Ties = "random", seed: int = 0, ignore_all_equal: bool = True, hess_floor: float = 1e-6,
+    hess_scale: float = 1.0,
+) -> PlackettLuce:
     r"""ListMLE (Xia et al., 2008): the Plackett–Luce likelihood of a label-consistent order.
 
     .. math::
@@ -423,11 +448,15 @@ def listmle(**kwargs) -> PlackettLuce:
     ----------
     {common}
     """
-    return PlackettLuce(_uniform_weights, {}, "listmle", **kwargs)
+    return PlackettLuce(_uniform_weights, {}, "listmle", **_common(locals()))
 
 
+@legacy_arguments(positional=("k",))
 @_with_common_doc
-def listmle_topk(k: int = 10, **kwargs) -> PlackettLuce:
+def listmle_topk(
+    *, k: int = 10, ties: Ties = "random", seed: int = 0, ignore_all_equal: bool = True, hess_floor: float = 1e-6,
+    hess_scale: float = 1.0,
+) -> PlackettLuce:
     r"""Top-k ListMLE (Xia et al., 2009, eq. 10): the likelihood of the top k positions only.
 
     .. math::
@@ -443,18 +472,16 @@ def listmle_topk(k: int = 10, **kwargs) -> PlackettLuce:
         Number of top positions in the likelihood.
     {common}
     """
-    if not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
-    return PlackettLuce(partial(_topk_weights, int(k)), {"k": int(k)}, "listmle_topk", **kwargs)
+    k = check_int("k", k, min=1)
+    return PlackettLuce(partial(_topk_weights, k), {"k": k}, "listmle_topk", **_common(locals()))
 
 
+@legacy_arguments(positional=("gain", "discount", "k", "discount_at"), renamed={"cutoff": "k"})
 @_with_common_doc
 def wlistmle(
-    gain: Gain = "exp2",
-    discount: Discount = "log2",
-    cutoff: int | None = None,
-    discount_at: Literal["rank", "best_rank"] = "rank",
-    **kwargs,
+    *, gain: Gain = "exp2", discount: Discount = "log2", k: int | None = None,
+    discount_at: Literal["rank", "best_rank"] = "rank", ties: Ties = "random", seed: int = 0,
+    ignore_all_equal: bool = True, hess_floor: float = 1e-6, hess_scale: float = 1.0,
 ) -> PlackettLuce:
     r"""W-ListMLE (Chen et al., 2009, section 4): ListMLE weighted towards NDCG.
 
@@ -473,20 +500,20 @@ def wlistmle(
         The gain :math:`G`, as in :mod:`gbrank.gains`.
     discount : {"log2", "zipf"}, float, array or callable, default="log2"
         The discount :math:`D`, as in :mod:`gbrank.gains`.
-    cutoff : int, optional
-        The paper's :math:`C`: positions past it get zero discount (NDCG@C). None keeps all.
+    k : int, optional
+        The paper's cut-off :math:`C`: positions past it get zero discount (NDCG@k), so
+        with ``discount_at="rank"`` only the top ``k`` positions enter the likelihood, as in
+        :func:`listmle_topk`. None keeps all. (Called ``cutoff`` before gbrank 0.2.)
     discount_at : {"rank", "best_rank"}, default="rank"
         ``"rank"`` discounts position :math:`i` by :math:`D(i)` (the paper's W-ListMLE);
         ``"best_rank"`` by :math:`D(1 + \sum_{k > l} n_k)`, the best position a document
         of label :math:`l` can hold (the weight of the paper's W-RankNet).
     {common}
     """
-    if cutoff is not None and (not isinstance(cutoff, (int, np.integer)) or cutoff < 1):
-        raise ValueError(f"cutoff must be a positive integer or None, got {cutoff!r}")
-    if discount_at not in ("rank", "best_rank"):
-        raise ValueError(f"discount_at must be 'rank' or 'best_rank', got {discount_at!r}")
+    k = check_int("k", k, min=1, optional=True)
+    discount_at = check_choice("discount_at", discount_at, ("rank", "best_rank"))
     discount_values(1, discount)
 
-    weight_fn = partial(_ndcg_weights, gain, discount, cutoff, discount_at)
-    params = {"gain": gain, "discount": discount, "cutoff": cutoff, "discount_at": discount_at}
-    return PlackettLuce(weight_fn, params, "wlistmle", label_gain=gain, **kwargs)
+    weight_fn = partial(_ndcg_weights, gain, discount, k, discount_at)
+    params = {"gain": gain, "discount": discount, "k": k, "discount_at": discount_at}
+    return PlackettLuce(weight_fn, params, "wlistmle", label_gain=gain, **_common(locals()))

@@ -67,6 +67,8 @@ from typing import Any
 
 import numpy as np
 
+from .._deprecation import legacy_arguments
+from .._validation import check_float, check_int
 from ..gains import Discount, Gain, discount_values, gain_values
 from ._label_order import label_order, ndcg_weights
 from ._pairwise import PairSettings, PairwiseObjective
@@ -83,43 +85,25 @@ class RankNet(PairwiseObjective):
     """
 
     def __init__(
-        self,
-        factory: str,
-        *,
-        sigma: float = 1.0,
-        truncation: int | None = None,
-        gain: Gain | None = None,
-        discount: Discount = "log2",
-        cutoff: int | None = None,
-        hess_floor: float = 1e-6,
-        hess_scale: float = 1.0,
+        self, factory: str, *, sigma: float, truncation: int | None, gain: Gain | None = None,
+        discount: Discount = "log2", k: int | None = None, hess_floor: float, hess_scale: float,
     ) -> None:
         super().__init__(hess_floor=hess_floor, hess_scale=hess_scale)
-        if isinstance(sigma, bool) or not isinstance(sigma, (int, float, np.integer, np.floating)) or not (
-            np.isfinite(sigma) and sigma > 0
-        ):
-            raise ValueError(f"sigma must be a finite number > 0, got {sigma!r}")
-        if truncation is not None and (
-            isinstance(truncation, bool) or not isinstance(truncation, (int, np.integer)) or truncation < 1
-        ):
-            raise ValueError(f"truncation must be a positive integer or None, got {truncation!r}")
-        if cutoff is not None and (isinstance(cutoff, bool) or not isinstance(cutoff, (int, np.integer)) or cutoff < 1):
-            raise ValueError(f"cutoff must be a positive integer or None, got {cutoff!r}")
+        self.sigma = check_float("sigma", sigma, min=0.0, strict=True)
+        self.truncation = check_int("truncation", truncation, min=1, optional=True)
+        self.k = check_int("k", k, min=1, optional=True)
         if gain is not None:
             gain_values(np.zeros(1), gain)
             discount_values(1, discount)
         self.factory = factory
-        self.sigma = float(sigma)
-        self.truncation = None if truncation is None else int(truncation)
         self.gain = gain
         self.discount = discount
-        self.cutoff = None if cutoff is None else int(cutoff)
         self.pairs = PairSettings("constant", sigma=self.sigma, truncation=self.truncation, top_ties=True)
 
     def _params(self) -> dict[str, Any]:
         params: dict[str, Any] = {}
         if self.gain is not None:
-            params.update(gain=self.gain, discount=self.discount, cutoff=self.cutoff)
+            params.update(gain=self.gain, discount=self.discount, k=self.k)
         params.update(sigma=self.sigma, truncation=self.truncation)
         return {**params, **super()._params()}
 
@@ -133,7 +117,7 @@ class RankNet(PairwiseObjective):
         if self.gain is not None:
             blocks = label_order(labels, offsets)
             high = np.empty(labels.shape[0])
-            high[blocks.order] = ndcg_weights(blocks.sorted_labels, blocks.best_rank, self.gain, self.discount, self.cutoff)
+            high[blocks.order] = ndcg_weights(blocks.sorted_labels, blocks.best_rank, self.gain, self.discount, self.k)
         return labels, None, None, high
 
 
@@ -163,8 +147,11 @@ def _with_common_doc(func):
     return func
 
 
+@legacy_arguments(positional=("sigma",))
 @_with_common_doc
-def ranknet(sigma: float = 1.0, *, truncation: int | None = None, hess_floor: float = 1e-6, hess_scale: float = 1.0) -> RankNet:
+def ranknet(
+    *, sigma: float = 1.0, truncation: int | None = None, hess_floor: float = 1e-6, hess_scale: float = 1.0
+) -> RankNet:
     r"""RankNet (Burges et al. 2005) in the form of Chen et al. (2009), section 2.1.
 
     .. math::
@@ -175,19 +162,14 @@ def ranknet(sigma: float = 1.0, *, truncation: int | None = None, hess_floor: fl
     ----------
     {common}
     """
-    return RankNet("ranknet", sigma=sigma, truncation=truncation, hess_floor=hess_floor, hess_scale=hess_scale)
+    return RankNet("ranknet", **locals())
 
 
+@legacy_arguments(positional=("gain", "discount"), renamed={"cutoff": "k"})
 @_with_common_doc
 def wranknet(
-    gain: Gain = "exp2",
-    discount: Discount = "log2",
-    *,
-    cutoff: int | None = None,
-    sigma: float = 1.0,
-    truncation: int | None = None,
-    hess_floor: float = 1e-6,
-    hess_scale: float = 1.0,
+    *, gain: Gain = "exp2", discount: Discount = "log2", k: int | None = None, sigma: float = 1.0,
+    truncation: int | None = None, hess_floor: float = 1e-6, hess_scale: float = 1.0,
 ) -> RankNet:
     r"""W-RankNet (Chen et al., 2009, section 4): RankNet with NDCG-derived pair weights.
 
@@ -205,20 +187,12 @@ def wranknet(
         The gain :math:`G`, as in :mod:`gbrank.gains` (``"exp2"`` needs integer labels <= 31).
     discount : {"log2", "zipf"}, float, array or callable, default="log2"
         The discount :math:`D`, as in :mod:`gbrank.gains`.
-    cutoff : int, optional
-        The paper's :math:`C`: :math:`D(r) = 0` for :math:`r > C`, so pairs whose higher
-        document cannot reach the top :math:`C` carry no weight. None keeps all.
+    k : int, optional
+        The paper's cut-off :math:`C` (NDCG@k): :math:`D(r) = 0` for :math:`r > k`, so pairs
+        whose higher document cannot reach the top ``k`` carry no weight. None keeps all.
+        (Called ``cutoff`` before gbrank 0.2.)
     {common}
     """
     if gain is None:
         raise ValueError("gain must be 'exp2', 'linear' or an array indexed by label, got None")
-    return RankNet(
-        "wranknet",
-        sigma=sigma,
-        truncation=truncation,
-        gain=gain,
-        discount=discount,
-        cutoff=cutoff,
-        hess_floor=hess_floor,
-        hess_scale=hess_scale,
-    )
+    return RankNet("wranknet", **locals())
