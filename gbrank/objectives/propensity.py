@@ -64,7 +64,7 @@ from typing import Any
 import numpy as np
 
 from .. import engines as _engines
-from .._validation import check_scores, check_weights
+from .._validation import check_float, check_int, check_scores, check_weights
 from ..groups import check_group, sizes_to_offsets
 from ._base import RankingObjective
 
@@ -233,22 +233,14 @@ class ClickObjective(RankingObjective):
     ) -> None:
         super().__init__(hess_floor=hess_floor, hess_scale=hess_scale)
         self.propensity = _check_propensity(propensity)
-        for name, value, low in (("warmup", warmup, 0), ("update_every", update_every, 1)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-        if clip is not None:
-            if propensity is None:
-                raise ValueError(
-                    "clip bounds the propensities, and propensity=None uses none: clip the weights "
-                    "of the labels yourself, or give the propensities"
-                )
-            ok = not isinstance(clip, bool) and isinstance(clip, (int, float, np.integer, np.floating))
-            if not (ok and np.isfinite(clip) and clip > 0):
-                raise ValueError(f"clip must be a finite number > 0 (the smallest propensity a weight uses), got {clip!r}")
-            clip = float(clip)
-        self.clip = clip
-        self.warmup = int(warmup)
-        self.update_every = int(update_every)
+        if clip is not None and propensity is None:
+            raise ValueError(
+                "clip bounds the propensities, and propensity=None uses none: clip the weights "
+                "of the labels yourself, or give the propensities"
+            )
+        self.clip = check_float("clip", clip, min=0.0, strict=True, optional=True)
+        self.warmup = check_int("warmup", warmup, min=0)
+        self.update_every = check_int("update_every", update_every, min=1)
         self._fitted: dict[str, np.ndarray] = {}
 
     @property
@@ -352,20 +344,13 @@ class ClickObjective(RankingObjective):
                 "custom objective; for XGBoost the row order within a query is the position)"
             )
         key_pos = None if self.mode == "weighted_labels" else np.asarray(position)
-        with self._lock:
-            for cached_labels, cached_offsets, cached_pos, state in self._cache:
-                if (
-                    np.array_equal(cached_offsets, offsets)
-                    and np.array_equal(cached_labels, labels)
-                    and (key_pos is None or np.array_equal(cached_pos, key_pos))
-                ):
-                    return state
-        state = self._prepare_clicks(labels, offsets, key_pos)
-        self._bind(state)
-        with self._lock:
-            self._cache.insert(0, (labels.copy(), offsets, None if key_pos is None else key_pos.copy(), state))
-            del self._cache[4:]
-        return state
+
+        def prepare():
+            state = self._prepare_clicks(labels, offsets, key_pos)
+            self._bind(state)
+            return state
+
+        return self._state(labels, offsets, extra=key_pos, prepare=prepare)
 
     def _prepare_clicks(self, labels, offsets, position):
         clicks = self._label_check(labels, offsets)
@@ -445,13 +430,6 @@ class ClickObjective(RankingObjective):
         grad[rows] = g
         hess[rows] = h
         return loss
-
-    def _grad_hess(self, state, scores, grad, hess):
-        self._run(state, scores, grad, hess, False)
-
-    def _loss(self, state, scores):
-        n = scores.shape[0]
-        return self._run(state, scores, np.zeros(n), np.zeros(n), True)
 
 
 _CLICK_PARAMS = """propensity : "estimate", array-like or None, default="estimate"
