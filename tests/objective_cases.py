@@ -116,27 +116,3 @@ def label_kind(case: Case) -> str:
     if gain == "exp2" or "max_label" in params:
         return "exp2"
     return "order" if gain is None else "any"
-
-
-# Findings of the catalogues that the objective's owner has still to settle: (test, case id)
-# -> why. Their cases are strict expected failures (:func:`mark_known_gap`), so a fix shows as an
-# unexpected pass.
-KNOWN_GAPS = {
-    ("all-equal", "lambdaloss(weighting='ndcg_loss1', truncation=10)"):
-        "NDCG-Loss1 weights every ordered pair by the first document's gain, so a query of equal "
-        "labels still gets a gradient",
-    ("engine-all-equal", "lambdaloss(weighting='ndcg_loss1', truncation=10)"):
-        "NDCG-Loss1 weights every ordered pair by the first document's gain, so a query of equal "
-        "labels still gets a gradient",
-    ("all-equal", "ips_listnet(propensity=None)"):
-        "the IPS softmax gives a query of equal labels (all clicked) a gradient wherever its scores differ",
-}
-
-
-def mark_known_gap(request, gap: str, case: Case) -> None:
-    """Make the running test a strict expected failure when ``(gap, case.id)`` is a known gap."""
-    import pytest
-
-    why = KNOWN_GAPS.get((gap, case.id))
-    if why:
-        request.applymarker(pytest.mark.xfail(reason=why, strict=True))

@@ -149,6 +149,9 @@ class RankingObjective:
     factory: str = "objective"
     #: Whether adding a constant to a query's scores leaves the loss unchanged.
     shift_invariant: bool = True
+    #: Whether a query without order (all labels equal, or one document) gets zero gradient.
+    #: False only where the loss itself says otherwise (the click objectives: see there).
+    ignores_orderless_queries: bool = True
     #: Attributes shown by ``repr`` (as the factory's keyword arguments), before the hessian's.
     _setting_names: tuple[str, ...] = ()
 

@@ -220,6 +220,10 @@ class ClickObjective(RankingObjective):
 
     #: The objective reads a position per row (``grad_hess(..., position=...)``).
     uses_position = True
+    #: A query whose shown documents were all clicked still gets a gradient wherever the
+    #: weights of its clicks differ: dropping it would bias the inverse-propensity estimate,
+    #: whose expectation is the loss on the relevance probabilities of every query.
+    ignores_orderless_queries = False
 
     def __init__(
         self,
