@@ -104,19 +104,46 @@ WEIGHTINGS = {
 # LightGBM adds the float literal 0.01f to |s_i - s_j|
 NORM_EPS = float(np.float32(0.01))
 _EMPTY = np.zeros(0)
+# insertion-sorted runs before the merges of _rank_order
+_RUN = 16
+
+# integer settings of a call, in this order, in one int64 array
+MODE, KCUT, TRUNC, TOP_TIES, NORM, SAME, WANT_LOSS = range(7)
+# float settings: mu, sigma, c
+MU, SIGMA, C = range(3)
+# rows of a query's float scratch: sorted scores, sorted reference scores (two rows, the
+# sort's buffers), values, factors a and b, gradient and hessian sums, and the weights of
+# the current row i's pairs as preferred (i over j) and as other (j over i), indexed by j
+_S, _R, _R2, _V, _A, _B, _G, _H, _WF, _WB = range(10)
 
 
 @njit(cache=True, inline="always")
-def _rank_order(ref, lo, n):
-    """Local indices of rows ``lo:lo+n`` by descending ``ref``, ties in row order.
+def _rank_order(ref, lo, n, f, ix):
+    """Sort rows ``lo:lo+n`` by descending ``ref``, ties in row order: returns the sorted
+    values and the local indices (rows of ``f`` and ``ix``, the sort's buffers).
 
-    A bottom-up merge sort: stable, and far quicker to compile than ``np.argsort``'s.
+    Stable insertion sorts of short runs, then bottom-up merges, on contiguous (value,
+    index) pairs; far quicker to compile than ``np.argsort``'s.
     """
-    idx = np.empty(n, dtype=np.int64)
-    tmp = np.empty(n, dtype=np.int64)
+    key = f[_R]
+    idx = ix[0]
+    tkey = f[_R2]
+    tidx = ix[1]
     for t in range(n):
+        key[t] = ref[lo + t]
         idx[t] = t
-    width = 1
+    for start in range(0, n, _RUN):
+        for t in range(start + 1, min(start + _RUN, n)):
+            k = key[t]
+            x = idx[t]
+            u = t
+            while u > start and key[u - 1] < k:
+                key[u] = key[u - 1]
+                idx[u] = idx[u - 1]
+                u -= 1
+            key[u] = k
+            idx[u] = x
+    width = _RUN
     while width < n:
         for start in range(0, n, 2 * width):
             mid = min(start + width, n)
@@ -124,40 +151,40 @@ def _rank_order(ref, lo, n):
             x = start
             y = mid
             for t in range(start, end):
-                if x < mid and (y >= end or ref[lo + idx[x]] >= ref[lo + idx[y]]):
-                    tmp[t] = idx[x]
+                if x < mid and (y >= end or key[x] >= key[y]):
+                    tkey[t] = key[x]
+                    tidx[t] = idx[x]
                     x += 1
                 else:
-                    tmp[t] = idx[y]
+                    tkey[t] = key[y]
+                    tidx[t] = idx[y]
                     y += 1
-        idx, tmp = tmp, idx
+        key, tkey = tkey, key
+        idx, tidx = tidx, idx
         width *= 2
-    return idx
-
-
-# integer settings of a call, in this order, in one int64 array
-MODE, KCUT, TRUNC, TOP_TIES, NORM, SAME, WANT_LOSS = range(7)
-# float settings: mu, sigma, c
-MU, SIGMA, C = range(3)
+    return key, idx
 
 
 @njit(cache=True, inline="always")
 def _gather(scores, ref, values, high, low, lo, n, ip):
-    """The query sorted by ``ref``: (idx, s, r, v, a, b, m), ``m`` the number of top positions
-    whose pairs count (the outer loop's range)."""
-    idx = _rank_order(ref, lo, n)
-    s = np.empty(n)
-    r = np.empty(n)
-    v = np.empty(n)
-    a = np.empty(n)
-    b = np.empty(n)
+    """The query sorted by ``ref``: the float scratch ``f`` (rows ``_S`` ...), the sorted
+    reference scores ``r``, local indices ``idx``, a buffer ``js`` for the pair lists, and
+    ``m``, the number of top positions whose pairs count (the outer loop's range)."""
+    f = np.empty((10, n))
+    ix = np.empty((3, n), dtype=np.int64)
+    r, idx = _rank_order(ref, lo, n, f, ix)
+    s = f[_S]
+    v = f[_V]
+    a = f[_A]
+    b = f[_B]
     for t in range(n):
         row = lo + idx[t]
         s[t] = scores[row]
-        r[t] = ref[row]
         v[t] = values[row]
         a[t] = high[row] if high.size else 1.0
         b[t] = low[row] if low.size else 1.0
+        f[_G, t] = 0.0
+        f[_H, t] = 0.0
     trunc = ip[TRUNC]
     m = n - 1
     if 0 < trunc < n:
@@ -166,85 +193,118 @@ def _gather(scores, ref, values, high, low, lo, n, ip):
             while m < n and r[m] == r[trunc - 1]:
                 m += 1
         m = min(m, n - 1)
-    return idx, s, r, v, a, b, m
-
-
-@njit(cache=True, inline="always")
-def _pair(x, y, w, s, r, a, b, g, h, sh, opts):
-    """Add the term of preferred ``x`` over ``y`` with weight ``w`` (sorted positions).
-
-    ``sh`` holds [share as preferred, share as other, loss, sum of lambdas] per query; the
-    shares are rows 0 and 1 when asked for. ``opts`` is :func:`_options`' tuple.
-    """
-    norm, spread, same, want_loss, sigma, c = opts
-    if spread:
-        w /= NORM_EPS + abs(r[x] - r[y])
-    wab = w * a[x] * b[y]
-    if wab == 0.0:
-        return
-    cw = c * wab
-    z = sigma * (s[x] - s[y])
-    e = math.exp(-abs(z))
-    inv = 1.0 / (1.0 + e)
-    rho = inv if z <= 0.0 else e * inv
-    gr = cw * sigma * rho
-    cv = cw * sigma * sigma * e * inv * inv
-    g[x] -= gr
-    g[y] += gr
-    h[x] += cv
-    h[y] += cv
-    if norm:
-        if same:
-            sh[3, 0] += 2.0 * gr
-        else:
-            zr = sigma * (r[x] - r[y])
-            er = math.exp(-abs(zr))
-            sh[3, 0] += 2.0 * cw * sigma * (1.0 / (1.0 + er) if zr <= 0.0 else er / (1.0 + er))
-    if want_loss:
-        sp = max(-z, 0.0) + math.log1p(e)
-        sh[2, 0] += cw * sp
-        if sh.shape[1] > 1:
-            sh[0, x] += c * w * b[y] * sp
-            sh[1, y] += c * w * a[x] * sp
+    return f, r, idx, ix[2], m
 
 
 @njit(cache=True, inline="always")
 def _options(r, ip, fp):
-    """The per-query constants of :func:`_pair`, read once (not per pair) from the settings."""
+    """The per-query constants of :func:`_row`, read once (not per pair) from the settings:
+    ``spread`` and ``scale`` give ``c / (spread + scale |r_i - r_j|)``, which is ``c`` itself
+    without LightGBM's division by the score gap."""
     norm = ip[NORM] != 0
-    return norm, norm and r[0] != r[r.size - 1], ip[SAME] != 0, ip[WANT_LOSS] != 0, fp[SIGMA], fp[C]
+    gap = norm and r[0] != r[r.size - 1]
+    return (NORM_EPS if gap else 1.0), (1.0 if gap else 0.0), norm, ip[SAME] != 0, ip[WANT_LOSS] != 0, fp[SIGMA], fp[C]
 
 
 @njit(cache=True, inline="always")
-def _finish(idx, lo, g, h, sh, ip, grad, hess, share_high, share_low):
+def _row(i, cnt, js, f, r, sh, opts):
+    """Add the pairs of sorted position ``i`` with the ``cnt`` later positions listed in
+    ``js``, weighted ``f[_WF, j]`` (i preferred) and ``f[_WB, j]`` (j preferred); return the
+    row's share of the norm's sum of lambdas and of the loss.
+
+    Both directions share one exponential: with :math:`z = \\sigma (s_i - s_j)` and
+    :math:`e = e^{-|z|}`, :math:`\\rho_{ij} = 1/(1 + e^{z})` and :math:`\\rho_{ji} = 1 -
+    \\rho_{ij}` are :math:`1/(1 + e)` and :math:`e/(1 + e)` in the order the sign of z says.
+    No branch depends on the data, so the loop runs without mispredictions.
+    """
+    spread, scale, norm, same, want_loss, sigma, c = opts
+    s = f[_S]
+    a = f[_A]
+    b = f[_B]
+    g = f[_G]
+    h = f[_H]
+    wf = f[_WF]
+    wb = f[_WB]
+    si = s[i]
+    ri = r[i]
+    ai = a[i]
+    bi = b[i]
+    gsum = 0.0
+    hsum = 0.0
+    lam = 0.0
+    for k in range(cnt):
+        j = js[k]
+        sc = c / (spread + scale * abs(ri - r[j]))
+        wij = sc * wf[j] * ai * b[j]
+        wji = sc * wb[j] * a[j] * bi
+        z = sigma * (si - s[j])
+        e = math.exp(-abs(z))
+        inv = 1.0 / (1.0 + e)
+        small = e * inv
+        rij = inv if z <= 0.0 else small
+        rji = small if z <= 0.0 else inv
+        gr = sigma * (wji * rji - wij * rij)
+        cv = sigma * sigma * (wij + wji) * small * inv
+        gsum += gr
+        g[j] -= gr
+        hsum += cv
+        h[j] += cv
+        lam += sigma * (wij * rij + wji * rji)
+    g[i] += gsum
+    h[i] += hsum
+    if norm and not same:
+        # the norm's lambdas are frozen at the reference scores
+        lam = 0.0
+        for k in range(cnt):
+            j = js[k]
+            sc = c / (spread + scale * abs(ri - r[j]))
+            z = sigma * (ri - r[j])
+            e = math.exp(-abs(z))
+            inv = 1.0 / (1.0 + e)
+            lam += sigma * sc * (wf[j] * ai * b[j] * (inv if z <= 0.0 else e * inv)
+                                 + wb[j] * a[j] * bi * (e * inv if z <= 0.0 else inv))
+    loss = 0.0
+    if want_loss:
+        for k in range(cnt):
+            j = js[k]
+            sc = c / (spread + scale * abs(ri - r[j]))
+            z = sigma * (si - s[j])
+            soft = math.log1p(math.exp(-abs(z)))
+            up = sc * wf[j] * (max(-z, 0.0) + soft)
+            down = sc * wb[j] * (max(z, 0.0) + soft)
+            loss += up * ai * b[j] + down * a[j] * bi
+            if sh.shape[1] > 1:
+                sh[0, i] += up * b[j]
+                sh[1, j] += up * ai
+                sh[0, j] += down * bi
+                sh[1, i] += down * a[j]
+    return 2.0 * lam, loss
+
+
+@njit(cache=True, inline="always")
+def _finish(idx, lo, f, sh, total, loss, ip, grad, hess, share_high, share_low):
     """Scatter one query's sums back to its rows (LightGBM's norm factor applied); its loss."""
     factor = 1.0
-    total = sh[3, 0]
     if ip[NORM] and total > 0.0:
         factor = math.log2(1.0 + total) / total
     for t in range(idx.size):
         row = lo + idx[t]
-        grad[row] = g[t] * factor
-        hess[row] = h[t] * factor
+        grad[row] = f[_G, t] * factor
+        hess[row] = f[_H, t] * factor
         if share_high.size:
             share_high[row] = sh[0, t] * factor
             share_low[row] = sh[1, t] * factor
-    return sh[2, 0] * factor
+    return loss * factor
 
 
 @njit(cache=True, inline="always")
-def _scratch(n, share_high):
+def _shares(n, share_high):
     # np.empty and a loop: every other numpy constructor is one more implementation to compile
-    g = np.empty(n)
-    h = np.empty(n)
-    sh = np.empty((4, n if share_high.size else 1))
-    for t in range(n):
-        g[t] = 0.0
-        h[t] = 0.0
-    for k in range(4):
+    sh = np.empty((2, n if share_high.size else 1))
+    for k in range(2):
         for t in range(sh.shape[1]):
             sh[k, t] = 0.0
-    return g, h, sh
+    return sh
 
 
 # One per-query function per family of weightings, each with its own small parallel
@@ -252,6 +312,8 @@ def _scratch(n, share_high):
 # callee into every caller, so one function for all weightings took three times as long to
 # compile as the constant weights alone. The helpers above are inlined in numba's IR for
 # the same reason (compiled apart, each was optimised again at every level above it).
+# Each lists, for every top position i, the later positions j whose pair weighs something
+# (a branch-free compaction) and their weights, then hands them to _row.
 
 
 @njit(cache=True)
@@ -260,15 +322,26 @@ def _query_constant(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, 
     n = hi - lo
     if n < 2:
         return 0.0
-    idx, s, r, v, a, b, m = _gather(scores, ref, values, high, low, lo, n, ip)
-    g, h, sh = _scratch(n, share_high)
+    f, r, idx, js, m = _gather(scores, ref, values, high, low, lo, n, ip)
+    sh = _shares(n, share_high)
     opts = _options(r, ip, fp)
+    v = f[_V]
+    wf = f[_WF]
+    wb = f[_WB]
+    total = 0.0
+    loss = 0.0
     for i in range(m):
+        vi = v[i]
+        cnt = 0
         for j in range(i + 1, n):
-            if v[i] != v[j]:
-                up = v[i] > v[j]
-                _pair(i if up else j, j if up else i, inv_norm, s, r, a, b, g, h, sh, opts)
-    return _finish(idx, lo, g, h, sh, ip, grad, hess, share_high, share_low)
+            wf[j] = inv_norm if vi > v[j] else 0.0
+            wb[j] = inv_norm if vi < v[j] else 0.0
+            js[cnt] = j
+            cnt += vi != v[j]
+        lam, part = _row(i, cnt, js, f, r, sh, opts)
+        total += lam
+        loss += part
+    return _finish(idx, lo, f, sh, total, loss, ip, grad, hess, share_high, share_low)
 
 
 @njit(cache=True)
@@ -277,25 +350,34 @@ def _query_discount(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, 
     n = hi - lo
     if n < 2:
         return 0.0
-    idx, s, r, v, a, b, m = _gather(scores, ref, values, high, low, lo, n, ip)
-    g, h, sh = _scratch(n, share_high)
+    f, r, idx, js, m = _gather(scores, ref, values, high, low, lo, n, ip)
+    sh = _shares(n, share_high)
     opts = _options(r, ip, fp)
     mode = ip[MODE]
-    mu = fp[MU]
+    # w = gap * (on_swap * swap + on_delta * delta): exactly gap * swap, gap * delta or
+    # gap * (swap + mu * delta), without a branch in the loop
+    on_swap = 0.0 if mode == LOSS2 else 1.0
+    on_delta = 0.0 if mode == NDCG else (1.0 if mode == LOSS2 else fp[MU])
+    v = f[_V]
+    wf = f[_WF]
+    wb = f[_WB]
+    total = 0.0
+    loss = 0.0
     for i in range(m):
+        vi = v[i]
+        di = disc[i]
+        cnt = 0
         for j in range(i + 1, n):
-            if v[i] == v[j]:
-                continue
-            gap = abs(v[i] - v[j]) * inv_norm
-            swap = abs(disc[i] - disc[j])
-            if mode == NDCG:
-                w = gap * swap
-            else:
-                delta = abs(disc[j - i - 1] - disc[j - i])
-                w = gap * (delta if mode == LOSS2 else swap + mu * delta)
-            up = v[i] > v[j]
-            _pair(i if up else j, j if up else i, w, s, r, a, b, g, h, sh, opts)
-    return _finish(idx, lo, g, h, sh, ip, grad, hess, share_high, share_low)
+            gap = abs(vi - v[j]) * inv_norm
+            w = gap * (on_swap * abs(di - disc[j]) + on_delta * abs(disc[j - i - 1] - disc[j - i]))
+            wf[j] = w if vi > v[j] else 0.0
+            wb[j] = w if vi < v[j] else 0.0
+            js[cnt] = j
+            cnt += w != 0.0
+        lam, part = _row(i, cnt, js, f, r, sh, opts)
+        total += lam
+        loss += part
+    return _finish(idx, lo, f, sh, total, loss, ip, grad, hess, share_high, share_low)
 
 
 @njit(cache=True)
@@ -304,18 +386,27 @@ def _query_loss1(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp,
     n = hi - lo
     if n < 2:
         return 0.0
-    idx, s, r, v, a, b, m = _gather(scores, ref, values, high, low, lo, n, ip)
-    g, h, sh = _scratch(n, share_high)
+    f, r, idx, js, m = _gather(scores, ref, values, high, low, lo, n, ip)
+    sh = _shares(n, share_high)
     opts = _options(r, ip, fp)
+    v = f[_V]
+    wf = f[_WF]
+    wb = f[_WB]
+    total = 0.0
+    loss = 0.0
     for i in range(m):
         wi = v[i] * disc[i] * inv_norm
+        cnt = 0
         for j in range(i + 1, n):
             wj = v[j] * disc[j] * inv_norm
-            for up in (True, False):
-                w = wi if up else wj
-                if w != 0.0:
-                    _pair(i if up else j, j if up else i, w, s, r, a, b, g, h, sh, opts)
-    return _finish(idx, lo, g, h, sh, ip, grad, hess, share_high, share_low)
+            wf[j] = wi
+            wb[j] = wj
+            js[cnt] = j
+            cnt += (wi != 0.0) | (wj != 0.0)
+        lam, part = _row(i, cnt, js, f, r, sh, opts)
+        total += lam
+        loss += part
+    return _finish(idx, lo, f, sh, total, loss, ip, grad, hess, share_high, share_low)
 
 
 @njit(cache=True)
@@ -324,11 +415,14 @@ def _query_measure(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, f
     n = hi - lo
     if n < 2:
         return 0.0
-    idx, s, r, v, a, b, m = _gather(scores, ref, values, high, low, lo, n, ip)
-    g, h, sh = _scratch(n, share_high)
+    f, r, idx, js, m = _gather(scores, ref, values, high, low, lo, n, ip)
+    sh = _shares(n, share_high)
     opts = _options(r, ip, fp)
     mode = ip[MODE]
     kcut = ip[KCUT]
+    v = f[_V]
+    wf = f[_WF]
+    wb = f[_WB]
     # rank weights 1/r within the cut-off; AP's hits and prefix sums of rel/r; RR's first two
     # relevant positions; ERR's probability of reaching each rank
     rw = np.empty(n + 1)
@@ -354,10 +448,13 @@ def _query_measure(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, f
         prefix[t] = acc
         reach[t] = p
         p *= 1.0 - v[t]
+    total = 0.0
+    loss = 0.0
     for i in range(m):
         # ERR: running sum over i < t < j of rw_t R_t prod_{i<u<t} (1 - R_u), and that product
         err_acc = 0.0
         err_prod = 1.0
+        cnt = 0
         for j in range(i + 1, n):
             w = 0.0
             if v[i] != v[j]:
@@ -378,11 +475,14 @@ def _query_measure(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, f
             if mode == ERR:
                 err_acc += rw[j] * v[j] * err_prod
                 err_prod *= 1.0 - v[j]
-            if w == 0.0:
-                continue
-            up = v[i] > v[j]
-            _pair(i if up else j, j if up else i, w, s, r, a, b, g, h, sh, opts)
-    return _finish(idx, lo, g, h, sh, ip, grad, hess, share_high, share_low)
+            wf[j] = w if v[i] > v[j] else 0.0
+            wb[j] = w if v[i] < v[j] else 0.0
+            js[cnt] = j
+            cnt += w != 0.0
+        lam, part = _row(i, cnt, js, f, r, sh, opts)
+        total += lam
+        loss += part
+    return _finish(idx, lo, f, sh, total, loss, ip, grad, hess, share_high, share_low)
 
 
 @njit(parallel=True, cache=True)
