@@ -207,10 +207,10 @@ def _options(r, ip, fp):
 
 
 @njit(cache=True, inline="always")
-def _row(i, cnt, js, f, r, sh, opts):
+def _row(i, cnt, js, f, r, opts):
     """Add the pairs of sorted position ``i`` with the ``cnt`` later positions listed in
-    ``js``, weighted ``f[_WF, j]`` (i preferred) and ``f[_WB, j]`` (j preferred); return the
-    row's share of the norm's sum of lambdas and of the loss.
+    ``js``, weighted ``f[_WF, j]`` (i preferred) and ``f[_WB, j]`` (j preferred), to the
+    gradient and hessian sums; return the row's share of the norm's sum of lambdas.
 
     Both directions share one exponential: with :math:`z = \\sigma (s_i - s_j)` and
     :math:`e = e^{-|z|}`, :math:`\\rho_{ij} = 1/(1 + e^{z})` and :math:`\\rho_{ji} = 1 -
@@ -252,6 +252,23 @@ def _row(i, cnt, js, f, r, sh, opts):
         lam += sigma * (wij * rij + wji * rji)
     g[i] += gsum
     h[i] += hsum
+    return 2.0 * lam
+
+
+@njit(cache=True, inline="always")
+def _row_extra(i, cnt, js, f, r, sh, opts, lam):
+    """What only a loss call or a call with reference scores needs of the row: the norm's
+    lambdas at the reference scores (replacing ``lam``), the loss and its shares."""
+    spread, scale, norm, same, want_loss, sigma, c = opts
+    s = f[_S]
+    a = f[_A]
+    b = f[_B]
+    wf = f[_WF]
+    wb = f[_WB]
+    si = s[i]
+    ri = r[i]
+    ai = a[i]
+    bi = b[i]
     if norm and not same:
         # the norm's lambdas are frozen at the reference scores
         lam = 0.0
@@ -261,8 +278,8 @@ def _row(i, cnt, js, f, r, sh, opts):
             z = sigma * (ri - r[j])
             e = math.exp(-abs(z))
             inv = 1.0 / (1.0 + e)
-            lam += sigma * sc * (wf[j] * ai * b[j] * (inv if z <= 0.0 else e * inv)
-                                 + wb[j] * a[j] * bi * (e * inv if z <= 0.0 else inv))
+            lam += 2.0 * sigma * sc * (wf[j] * ai * b[j] * (inv if z <= 0.0 else e * inv)
+                                       + wb[j] * a[j] * bi * (e * inv if z <= 0.0 else inv))
     loss = 0.0
     if want_loss:
         for k in range(cnt):
@@ -278,7 +295,7 @@ def _row(i, cnt, js, f, r, sh, opts):
                 sh[1, j] += up * ai
                 sh[0, j] += down * bi
                 sh[1, i] += down * a[j]
-    return 2.0 * lam, loss
+    return lam, loss
 
 
 @njit(cache=True, inline="always")
@@ -317,7 +334,7 @@ def _shares(n, share_high):
 
 
 @njit(cache=True)
-def _query_constant(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
+def _query_constant(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra):
     """Constant weights (times the factors): RankNet, W-RankNet."""
     n = hi - lo
     if n < 2:
@@ -338,14 +355,16 @@ def _query_constant(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, 
             wb[j] = inv_norm if vi < v[j] else 0.0
             js[cnt] = j
             cnt += vi != v[j]
-        lam, part = _row(i, cnt, js, f, r, sh, opts)
+        lam = _row(i, cnt, js, f, r, opts)
+        if extra is not None:
+            lam, part = _row_extra(i, cnt, js, f, r, sh, opts, lam)
+            loss += part
         total += lam
-        loss += part
     return _finish(idx, lo, f, sh, total, loss, ip, grad, hess, share_high, share_low)
 
 
 @njit(cache=True)
-def _query_discount(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
+def _query_discount(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra):
     """Weights from the discounts of the two ranks: LambdaRank's NDCG, NDCG-Loss2, -Loss2++."""
     n = hi - lo
     if n < 2:
@@ -374,14 +393,16 @@ def _query_discount(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, 
             wb[j] = w if vi < v[j] else 0.0
             js[cnt] = j
             cnt += w != 0.0
-        lam, part = _row(i, cnt, js, f, r, sh, opts)
+        lam = _row(i, cnt, js, f, r, opts)
+        if extra is not None:
+            lam, part = _row_extra(i, cnt, js, f, r, sh, opts, lam)
+            loss += part
         total += lam
-        loss += part
     return _finish(idx, lo, f, sh, total, loss, ip, grad, hess, share_high, share_low)
 
 
 @njit(cache=True)
-def _query_loss1(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
+def _query_loss1(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra):
     """NDCG-Loss1: every ordered pair, weighted by the preferred document's gain times discount."""
     n = hi - lo
     if n < 2:
@@ -403,14 +424,16 @@ def _query_loss1(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp,
             wb[j] = wj
             js[cnt] = j
             cnt += (wi != 0.0) | (wj != 0.0)
-        lam, part = _row(i, cnt, js, f, r, sh, opts)
+        lam = _row(i, cnt, js, f, r, opts)
+        if extra is not None:
+            lam, part = _row_extra(i, cnt, js, f, r, sh, opts, lam)
+            loss += part
         total += lam
-        loss += part
     return _finish(idx, lo, f, sh, total, loss, ip, grad, hess, share_high, share_low)
 
 
 @njit(cache=True)
-def _query_measure(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
+def _query_measure(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra):
     """|change of AP, RR or ERR| when the pair swaps, O(1) per pair (see the module notes)."""
     n = hi - lo
     if n < 2:
@@ -479,45 +502,47 @@ def _query_measure(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, f
             wb[j] = w if v[i] < v[j] else 0.0
             js[cnt] = j
             cnt += w != 0.0
-        lam, part = _row(i, cnt, js, f, r, sh, opts)
+        lam = _row(i, cnt, js, f, r, opts)
+        if extra is not None:
+            lam, part = _row_extra(i, cnt, js, f, r, sh, opts, lam)
+            loss += part
         total += lam
-        loss += part
     return _finish(idx, lo, f, sh, total, loss, ip, grad, hess, share_high, share_low)
 
 
 @njit(parallel=True, cache=True)
-def _kernel_constant(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
+def _kernel_constant(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra):
     loss = np.empty(offsets.size - 1)
     for q in prange(offsets.size - 1):
         loss[q] = _query_constant(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], disc,
-                                  ip, fp, grad, hess, share_high, share_low)
+                                  ip, fp, grad, hess, share_high, share_low, extra)
     return loss
 
 
 @njit(parallel=True, cache=True)
-def _kernel_discount(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
+def _kernel_discount(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra):
     loss = np.empty(offsets.size - 1)
     for q in prange(offsets.size - 1):
         loss[q] = _query_discount(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], disc,
-                                  ip, fp, grad, hess, share_high, share_low)
+                                  ip, fp, grad, hess, share_high, share_low, extra)
     return loss
 
 
 @njit(parallel=True, cache=True)
-def _kernel_loss1(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
+def _kernel_loss1(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra):
     loss = np.empty(offsets.size - 1)
     for q in prange(offsets.size - 1):
         loss[q] = _query_loss1(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], disc,
-                               ip, fp, grad, hess, share_high, share_low)
+                               ip, fp, grad, hess, share_high, share_low, extra)
     return loss
 
 
 @njit(parallel=True, cache=True)
-def _kernel_measure(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
+def _kernel_measure(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra):
     loss = np.empty(offsets.size - 1)
     for q in prange(offsets.size - 1):
         loss[q] = _query_measure(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], disc,
-                                 ip, fp, grad, hess, share_high, share_low)
+                                 ip, fp, grad, hess, share_high, share_low, extra)
     return loss
 
 
@@ -605,12 +630,15 @@ class Pairs:
         ip = np.array([mode, n_max if cfg.k is None else min(int(cfg.k), n_max), cfg.truncation or 0,
                        cfg.top_ties, cfg.norm, at is None, want_loss], dtype=np.int64)
         fp = np.array([cfg.mu, cfg.sigma, 1.0 if cfg.natural_log else 1.0 / math.log(2.0)])
+        # None compiles (and runs) the kernels without the loss and the norm at the reference
+        # scores: numba prunes the branch on the argument's type
+        extra = _EMPTY if want_loss or (cfg.norm and at is not None) else None
         return _kernel_of(mode)(
             scores, ref, self.values,
             _EMPTY if high is None else np.ascontiguousarray(high, dtype=np.float64),
             _EMPTY if low is None else np.ascontiguousarray(low, dtype=np.float64),
             self.offsets, self.inv_norm, self.discount, ip, fp, grad, hess,
-            _EMPTY if share_high is None else share_high, _EMPTY if share_low is None else share_low,
+            _EMPTY if share_high is None else share_high, _EMPTY if share_low is None else share_low, extra,
         )
 
     def grad_hess(self, scores, *, high=None, low=None, at=None):
