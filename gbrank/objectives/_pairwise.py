@@ -207,6 +207,15 @@ def _options(r, ip, fp):
 
 
 @njit(cache=True, inline="always")
+def _row_view(i, f, r):
+    """The rows of the scratch a pair loop reads, and position ``i``'s own values."""
+    s = f[_S]
+    a = f[_A]
+    b = f[_B]
+    return s, a, b, f[_WF], f[_WB], s[i], r[i], a[i], b[i]
+
+
+@njit(cache=True, inline="always")
 def _row(i, cnt, js, f, r, opts):
     """Add the pairs of sorted position ``i`` with the ``cnt`` later positions listed in
     ``js``, weighted ``f[_WF, j]`` (i preferred) and ``f[_WB, j]`` (j preferred), to the
@@ -218,17 +227,9 @@ def _row(i, cnt, js, f, r, opts):
     No branch depends on the data, so the loop runs without mispredictions.
     """
     spread, scale, norm, same, want_loss, sigma, c = opts
-    s = f[_S]
-    a = f[_A]
-    b = f[_B]
+    s, a, b, wf, wb, si, ri, ai, bi = _row_view(i, f, r)
     g = f[_G]
     h = f[_H]
-    wf = f[_WF]
-    wb = f[_WB]
-    si = s[i]
-    ri = r[i]
-    ai = a[i]
-    bi = b[i]
     gsum = 0.0
     hsum = 0.0
     lam = 0.0
@@ -260,15 +261,7 @@ def _row_extra(i, cnt, js, f, r, sh, opts, lam):
     """What only a loss call or a call with reference scores needs of the row: the norm's
     lambdas at the reference scores (replacing ``lam``), the loss and its shares."""
     spread, scale, norm, same, want_loss, sigma, c = opts
-    s = f[_S]
-    a = f[_A]
-    b = f[_B]
-    wf = f[_WF]
-    wb = f[_WB]
-    si = s[i]
-    ri = r[i]
-    ai = a[i]
-    bi = b[i]
+    s, a, b, wf, wb, si, ri, ai, bi = _row_view(i, f, r)
     if norm and not same:
         # the norm's lambdas are frozen at the reference scores
         lam = 0.0
@@ -296,6 +289,27 @@ def _row_extra(i, cnt, js, f, r, sh, opts, lam):
                 sh[0, j] += down * bi
                 sh[1, i] += down * a[j]
     return lam, loss
+
+
+@njit(cache=True, inline="always")
+def _add_row(i, cnt, js, f, r, sh, opts, extra):
+    """:func:`_row`, and :func:`_row_extra` unless ``extra`` is None: numba then prunes that
+    branch by the argument's type, so the gradient-only kernels never compile it."""
+    lam = _row(i, cnt, js, f, r, opts)
+    part = 0.0
+    if extra is not None:
+        lam, part = _row_extra(i, cnt, js, f, r, sh, opts, lam)
+    return lam, part
+
+
+@njit(cache=True, inline="always")
+def _keep(j, w, up, wf, wb, js, cnt):
+    """List later position ``j`` for the current row when its pair weighs ``w != 0``
+    (without a branch), ``up`` when the current row is the preferred one."""
+    wf[j] = w if up else 0.0
+    wb[j] = 0.0 if up else w
+    js[cnt] = j
+    return cnt + (w != 0.0)
 
 
 @njit(cache=True, inline="always")
@@ -351,15 +365,10 @@ def _query_constant(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, 
         vi = v[i]
         cnt = 0
         for j in range(i + 1, n):
-            wf[j] = inv_norm if vi > v[j] else 0.0
-            wb[j] = inv_norm if vi < v[j] else 0.0
-            js[cnt] = j
-            cnt += vi != v[j]
-        lam = _row(i, cnt, js, f, r, opts)
-        if extra is not None:
-            lam, part = _row_extra(i, cnt, js, f, r, sh, opts, lam)
-            loss += part
+            cnt = _keep(j, inv_norm if vi != v[j] else 0.0, vi > v[j], wf, wb, js, cnt)
+        lam, part = _add_row(i, cnt, js, f, r, sh, opts, extra)
         total += lam
+        loss += part
     return _finish(idx, lo, f, sh, total, loss, ip, grad, hess, share_high, share_low)
 
 
@@ -389,15 +398,10 @@ def _query_discount(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, 
         for j in range(i + 1, n):
             gap = abs(vi - v[j]) * inv_norm
             w = gap * (on_swap * abs(di - disc[j]) + on_delta * abs(disc[j - i - 1] - disc[j - i]))
-            wf[j] = w if vi > v[j] else 0.0
-            wb[j] = w if vi < v[j] else 0.0
-            js[cnt] = j
-            cnt += w != 0.0
-        lam = _row(i, cnt, js, f, r, opts)
-        if extra is not None:
-            lam, part = _row_extra(i, cnt, js, f, r, sh, opts, lam)
-            loss += part
+            cnt = _keep(j, w, vi > v[j], wf, wb, js, cnt)
+        lam, part = _add_row(i, cnt, js, f, r, sh, opts, extra)
         total += lam
+        loss += part
     return _finish(idx, lo, f, sh, total, loss, ip, grad, hess, share_high, share_low)
 
 
@@ -424,11 +428,9 @@ def _query_loss1(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp,
             wb[j] = wj
             js[cnt] = j
             cnt += (wi != 0.0) | (wj != 0.0)
-        lam = _row(i, cnt, js, f, r, opts)
-        if extra is not None:
-            lam, part = _row_extra(i, cnt, js, f, r, sh, opts, lam)
-            loss += part
+        lam, part = _add_row(i, cnt, js, f, r, sh, opts, extra)
         total += lam
+        loss += part
     return _finish(idx, lo, f, sh, total, loss, ip, grad, hess, share_high, share_low)
 
 
@@ -498,15 +500,10 @@ def _query_measure(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, f
             if mode == ERR:
                 err_acc += rw[j] * v[j] * err_prod
                 err_prod *= 1.0 - v[j]
-            wf[j] = w if v[i] > v[j] else 0.0
-            wb[j] = w if v[i] < v[j] else 0.0
-            js[cnt] = j
-            cnt += w != 0.0
-        lam = _row(i, cnt, js, f, r, opts)
-        if extra is not None:
-            lam, part = _row_extra(i, cnt, js, f, r, sh, opts, lam)
-            loss += part
+            cnt = _keep(j, w, v[i] > v[j], wf, wb, js, cnt)
+        lam, part = _add_row(i, cnt, js, f, r, sh, opts, extra)
         total += lam
+        loss += part
     return _finish(idx, lo, f, sh, total, loss, ip, grad, hess, share_high, share_low)
 
 
