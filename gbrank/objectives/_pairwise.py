@@ -198,12 +198,10 @@ def _gather(scores, ref, values, high, low, lo, n, ip):
 
 @njit(cache=True, inline="always")
 def _options(r, ip, fp):
-    """The per-query constants of :func:`_row`, read once (not per pair) from the settings:
-    ``spread`` and ``scale`` give ``c / (spread + scale |r_i - r_j|)``, which is ``c`` itself
-    without LightGBM's division by the score gap."""
+    """The per-query constants of :func:`_row`, read once (not per pair) from the settings;
+    ``gap``: divide by the score gap (LightGBM's norm, unless all scores are equal)."""
     norm = ip[NORM] != 0
-    gap = norm and r[0] != r[r.size - 1]
-    return (NORM_EPS if gap else 1.0), (1.0 if gap else 0.0), norm, ip[SAME] != 0, ip[WANT_LOSS] != 0, fp[SIGMA], fp[C]
+    return norm and r[0] != r[r.size - 1], norm, ip[SAME] != 0, ip[WANT_LOSS] != 0, fp[SIGMA], fp[C]
 
 
 @njit(cache=True, inline="always")
@@ -226,7 +224,7 @@ def _row(i, cnt, js, f, r, opts):
     \\rho_{ij}` are :math:`1/(1 + e)` and :math:`e/(1 + e)` in the order the sign of z says.
     No branch depends on the data, so the loop runs without mispredictions.
     """
-    spread, scale, norm, same, want_loss, sigma, c = opts
+    gap, norm, same, want_loss, sigma, c = opts
     s, a, b, wf, wb, si, ri, ai, bi = _row_view(i, f, r)
     g = f[_G]
     h = f[_H]
@@ -235,7 +233,7 @@ def _row(i, cnt, js, f, r, opts):
     lam = 0.0
     for k in range(cnt):
         j = js[k]
-        sc = c / (spread + scale * abs(ri - r[j]))
+        sc = c / (NORM_EPS + abs(ri - r[j])) if gap else c
         wij = sc * wf[j] * ai * b[j]
         wji = sc * wb[j] * a[j] * bi
         z = sigma * (si - s[j])
@@ -260,14 +258,14 @@ def _row(i, cnt, js, f, r, opts):
 def _row_extra(i, cnt, js, f, r, sh, opts, lam):
     """What only a loss call or a call with reference scores needs of the row: the norm's
     lambdas at the reference scores (replacing ``lam``), the loss and its shares."""
-    spread, scale, norm, same, want_loss, sigma, c = opts
+    gap, norm, same, want_loss, sigma, c = opts
     s, a, b, wf, wb, si, ri, ai, bi = _row_view(i, f, r)
     if norm and not same:
         # the norm's lambdas are frozen at the reference scores
         lam = 0.0
         for k in range(cnt):
             j = js[k]
-            sc = c / (spread + scale * abs(ri - r[j]))
+            sc = c / (NORM_EPS + abs(ri - r[j])) if gap else c
             z = sigma * (ri - r[j])
             e = math.exp(-abs(z))
             inv = 1.0 / (1.0 + e)
@@ -277,7 +275,7 @@ def _row_extra(i, cnt, js, f, r, sh, opts, lam):
     if want_loss:
         for k in range(cnt):
             j = js[k]
-            sc = c / (spread + scale * abs(ri - r[j]))
+            sc = c / (NORM_EPS + abs(ri - r[j])) if gap else c
             z = sigma * (si - s[j])
             soft = math.log1p(math.exp(-abs(z)))
             up = sc * wf[j] * (max(-z, 0.0) + soft)
