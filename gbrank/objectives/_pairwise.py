@@ -278,14 +278,19 @@ def _row_extra(i, cnt, js, f, r, sh, opts, lam):
             sc = c / (NORM_EPS + abs(ri - r[j])) if gap else c
             z = sigma * (si - s[j])
             soft = math.log1p(math.exp(-abs(z)))
-            up = sc * wf[j] * (max(-z, 0.0) + soft)
-            down = sc * wb[j] * (max(z, 0.0) + soft)
-            loss += up * ai * b[j] + down * a[j] * bi
-            if sh.shape[1] > 1:
-                sh[0, i] += up * b[j]
-                sh[1, j] += up * ai
-                sh[0, j] += down * bi
-                sh[1, i] += down * a[j]
+            # a direction of zero weight is no pair: its softplus may overflow (0 * inf)
+            if sc * wf[j] * ai * b[j] != 0.0:
+                up = sc * wf[j] * (max(-z, 0.0) + soft)
+                loss += up * ai * b[j]
+                if sh.shape[1] > 1:
+                    sh[0, i] += up * b[j]
+                    sh[1, j] += up * ai
+            if sc * wb[j] * a[j] * bi != 0.0:
+                down = sc * wb[j] * (max(z, 0.0) + soft)
+                loss += down * a[j] * bi
+                if sh.shape[1] > 1:
+                    sh[0, j] += down * bi
+                    sh[1, i] += down * a[j]
     return lam, loss
 
 
