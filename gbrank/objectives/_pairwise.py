@@ -104,19 +104,46 @@ WEIGHTINGS = {
 # LightGBM adds the float literal 0.01f to |s_i - s_j|
 NORM_EPS = float(np.float32(0.01))
 _EMPTY = np.zeros(0)
+# insertion-sorted runs before the merges of _rank_order
+_RUN = 16
+
+# integer settings of a call, in this order, in one int64 array
+MODE, KCUT, TRUNC, TOP_TIES, NORM, SAME, WANT_LOSS = range(7)
+# float settings: mu, sigma, c
+MU, SIGMA, C = range(3)
+# rows of a query's float scratch: sorted scores, sorted reference scores (two rows, the
+# sort's buffers), values, factors a and b, gradient and hessian sums, and the weights of
+# the current row i's pairs as preferred (i over j) and as other (j over i), indexed by j
+_S, _R, _R2, _V, _A, _B, _G, _H, _WF, _WB = range(10)
 
 
 @njit(cache=True, inline="always")
-def _rank_order(ref, lo, n):
-    """Local indices of rows ``lo:lo+n`` by descending ``ref``, ties in row order.
+def _rank_order(ref, lo, n, f, ix):
+    """Sort rows ``lo:lo+n`` by descending ``ref``, ties in row order: returns the sorted
+    values and the local indices (rows of ``f`` and ``ix``, the sort's buffers).
 
-    A bottom-up merge sort: stable, and far quicker to compile than ``np.argsort``'s.
+    Stable insertion sorts of short runs, then bottom-up merges, on contiguous (value,
+    index) pairs; far quicker to compile than ``np.argsort``'s.
     """
-    idx = np.empty(n, dtype=np.int64)
-    tmp = np.empty(n, dtype=np.int64)
+    key = f[_R]
+    idx = ix[0]
+    tkey = f[_R2]
+    tidx = ix[1]
     for t in range(n):
+        key[t] = ref[lo + t]
         idx[t] = t
-    width = 1
+    for start in range(0, n, _RUN):
+        for t in range(start + 1, min(start + _RUN, n)):
+            k = key[t]
+            x = idx[t]
+            u = t
+            while u > start and key[u - 1] < k:
+                key[u] = key[u - 1]
+                idx[u] = idx[u - 1]
+                u -= 1
+            key[u] = k
+            idx[u] = x
+    width = _RUN
     while width < n:
         for start in range(0, n, 2 * width):
             mid = min(start + width, n)
@@ -124,40 +151,40 @@ def _rank_order(ref, lo, n):
             x = start
             y = mid
             for t in range(start, end):
-                if x < mid and (y >= end or ref[lo + idx[x]] >= ref[lo + idx[y]]):
-                    tmp[t] = idx[x]
+                if x < mid and (y >= end or key[x] >= key[y]):
+                    tkey[t] = key[x]
+                    tidx[t] = idx[x]
                     x += 1
                 else:
-                    tmp[t] = idx[y]
+                    tkey[t] = key[y]
+                    tidx[t] = idx[y]
                     y += 1
-        idx, tmp = tmp, idx
+        key, tkey = tkey, key
+        idx, tidx = tidx, idx
         width *= 2
-    return idx
-
-
-# integer settings of a call, in this order, in one int64 array
-MODE, KCUT, TRUNC, TOP_TIES, NORM, SAME, WANT_LOSS = range(7)
-# float settings: mu, sigma, c
-MU, SIGMA, C = range(3)
+    return key, idx
 
 
 @njit(cache=True, inline="always")
 def _gather(scores, ref, values, high, low, lo, n, ip):
-    """The query sorted by ``ref``: (idx, s, r, v, a, b, m), ``m`` the number of top positions
-    whose pairs count (the outer loop's range)."""
-    idx = _rank_order(ref, lo, n)
-    s = np.empty(n)
-    r = np.empty(n)
-    v = np.empty(n)
-    a = np.empty(n)
-    b = np.empty(n)
+    """The query sorted by ``ref``: the float scratch ``f`` (rows ``_S`` ...), the sorted
+    reference scores ``r``, local indices ``idx``, a buffer ``js`` for the pair lists, and
+    ``m``, the number of top positions whose pairs count (the outer loop's range)."""
+    f = np.empty((10, n))
+    ix = np.empty((3, n), dtype=np.int64)
+    r, idx = _rank_order(ref, lo, n, f, ix)
+    s = f[_S]
+    v = f[_V]
+    a = f[_A]
+    b = f[_B]
     for t in range(n):
         row = lo + idx[t]
         s[t] = scores[row]
-        r[t] = ref[row]
         v[t] = values[row]
         a[t] = high[row] if high.size else 1.0
         b[t] = low[row] if low.size else 1.0
+        f[_G, t] = 0.0
+        f[_H, t] = 0.0
     trunc = ip[TRUNC]
     m = n - 1
     if 0 < trunc < n:
@@ -166,85 +193,141 @@ def _gather(scores, ref, values, high, low, lo, n, ip):
             while m < n and r[m] == r[trunc - 1]:
                 m += 1
         m = min(m, n - 1)
-    return idx, s, r, v, a, b, m
-
-
-@njit(cache=True, inline="always")
-def _pair(x, y, w, s, r, a, b, g, h, sh, opts):
-    """Add the term of preferred ``x`` over ``y`` with weight ``w`` (sorted positions).
-
-    ``sh`` holds [share as preferred, share as other, loss, sum of lambdas] per query; the
-    shares are rows 0 and 1 when asked for. ``opts`` is :func:`_options`' tuple.
-    """
-    norm, spread, same, want_loss, sigma, c = opts
-    if spread:
-        w /= NORM_EPS + abs(r[x] - r[y])
-    wab = w * a[x] * b[y]
-    if wab == 0.0:
-        return
-    cw = c * wab
-    z = sigma * (s[x] - s[y])
-    e = math.exp(-abs(z))
-    inv = 1.0 / (1.0 + e)
-    rho = inv if z <= 0.0 else e * inv
-    gr = cw * sigma * rho
-    cv = cw * sigma * sigma * e * inv * inv
-    g[x] -= gr
-    g[y] += gr
-    h[x] += cv
-    h[y] += cv
-    if norm:
-        if same:
-            sh[3, 0] += 2.0 * gr
-        else:
-            zr = sigma * (r[x] - r[y])
-            er = math.exp(-abs(zr))
-            sh[3, 0] += 2.0 * cw * sigma * (1.0 / (1.0 + er) if zr <= 0.0 else er / (1.0 + er))
-    if want_loss:
-        sp = max(-z, 0.0) + math.log1p(e)
-        sh[2, 0] += cw * sp
-        if sh.shape[1] > 1:
-            sh[0, x] += c * w * b[y] * sp
-            sh[1, y] += c * w * a[x] * sp
+    return f, r, idx, ix[2], m
 
 
 @njit(cache=True, inline="always")
 def _options(r, ip, fp):
-    """The per-query constants of :func:`_pair`, read once (not per pair) from the settings."""
+    """The per-query constants of :func:`_row`, read once (not per pair) from the settings;
+    ``gap``: divide by the score gap (LightGBM's norm, unless all scores are equal)."""
     norm = ip[NORM] != 0
-    return norm, norm and r[0] != r[r.size - 1], ip[SAME] != 0, ip[WANT_LOSS] != 0, fp[SIGMA], fp[C]
+    return norm and r[0] != r[r.size - 1], norm, ip[SAME] != 0, ip[WANT_LOSS] != 0, fp[SIGMA], fp[C]
 
 
 @njit(cache=True, inline="always")
-def _finish(idx, lo, g, h, sh, ip, grad, hess, share_high, share_low):
+def _row_view(i, f, r):
+    """The rows of the scratch a pair loop reads, and position ``i``'s own values."""
+    s = f[_S]
+    a = f[_A]
+    b = f[_B]
+    return s, a, b, f[_WF], f[_WB], s[i], r[i], a[i], b[i]
+
+
+@njit(cache=True, inline="always")
+def _row(i, cnt, js, f, r, opts):
+    """Add the pairs of sorted position ``i`` with the ``cnt`` later positions listed in
+    ``js``, weighted ``f[_WF, j]`` (i preferred) and ``f[_WB, j]`` (j preferred), to the
+    gradient and hessian sums; return the row's share of the norm's sum of lambdas.
+
+    Both directions share one exponential: with :math:`z = \\sigma (s_i - s_j)` and
+    :math:`e = e^{-|z|}`, :math:`\\rho_{ij} = 1/(1 + e^{z})` and :math:`\\rho_{ji} = 1 -
+    \\rho_{ij}` are :math:`1/(1 + e)` and :math:`e/(1 + e)` in the order the sign of z says.
+    No branch depends on the data, so the loop runs without mispredictions.
+    """
+    gap, norm, same, want_loss, sigma, c = opts
+    s, a, b, wf, wb, si, ri, ai, bi = _row_view(i, f, r)
+    g = f[_G]
+    h = f[_H]
+    gsum = 0.0
+    hsum = 0.0
+    lam = 0.0
+    for k in range(cnt):
+        j = js[k]
+        sc = c / (NORM_EPS + abs(ri - r[j])) if gap else c
+        wij = sc * wf[j] * ai * b[j]
+        wji = sc * wb[j] * a[j] * bi
+        z = sigma * (si - s[j])
+        e = math.exp(-abs(z))
+        inv = 1.0 / (1.0 + e)
+        small = e * inv
+        rij = inv if z <= 0.0 else small
+        rji = small if z <= 0.0 else inv
+        gr = sigma * (wji * rji - wij * rij)
+        cv = sigma * sigma * (wij + wji) * small * inv
+        gsum += gr
+        g[j] -= gr
+        hsum += cv
+        h[j] += cv
+        lam += sigma * (wij * rij + wji * rji)
+    g[i] += gsum
+    h[i] += hsum
+    return 2.0 * lam
+
+
+@njit(cache=True, inline="always")
+def _row_extra(i, cnt, js, f, r, sh, opts, lam):
+    """What only a loss call or a call with reference scores needs of the row: the norm's
+    lambdas at the reference scores (replacing ``lam``), the loss and its shares."""
+    gap, norm, same, want_loss, sigma, c = opts
+    s, a, b, wf, wb, si, ri, ai, bi = _row_view(i, f, r)
+    if norm and not same:
+        # the norm's lambdas are frozen at the reference scores
+        lam = 0.0
+        for k in range(cnt):
+            j = js[k]
+            sc = c / (NORM_EPS + abs(ri - r[j])) if gap else c
+            z = sigma * (ri - r[j])
+            e = math.exp(-abs(z))
+            inv = 1.0 / (1.0 + e)
+            lam += 2.0 * sigma * sc * (wf[j] * ai * b[j] * (inv if z <= 0.0 else e * inv)
+                                       + wb[j] * a[j] * bi * (e * inv if z <= 0.0 else inv))
+    loss = 0.0
+    if want_loss:
+        for k in range(cnt):
+            j = js[k]
+            sc = c / (NORM_EPS + abs(ri - r[j])) if gap else c
+            z = sigma * (si - s[j])
+            soft = math.log1p(math.exp(-abs(z)))
+            # a direction of zero weight is no pair: its softplus may overflow (0 * inf)
+            if sc * wf[j] * ai * b[j] != 0.0:
+                up = sc * wf[j] * (max(-z, 0.0) + soft)
+                loss += up * ai * b[j]
+                if sh.shape[1] > 1:
+                    sh[0, i] += up * b[j]
+                    sh[1, j] += up * ai
+            if sc * wb[j] * a[j] * bi != 0.0:
+                down = sc * wb[j] * (max(z, 0.0) + soft)
+                loss += down * a[j] * bi
+                if sh.shape[1] > 1:
+                    sh[0, j] += down * bi
+                    sh[1, i] += down * a[j]
+    return lam, loss
+
+
+@njit(cache=True, inline="always")
+def _keep(j, w, up, wf, wb, js, cnt):
+    """List later position ``j`` for the current row when its pair weighs ``w != 0``
+    (without a branch), ``up`` when the current row is the preferred one."""
+    wf[j] = w if up else 0.0
+    wb[j] = 0.0 if up else w
+    js[cnt] = j
+    return cnt + (w != 0.0)
+
+
+@njit(cache=True, inline="always")
+def _finish(idx, lo, f, sh, total, loss, ip, grad, hess, share_high, share_low):
     """Scatter one query's sums back to its rows (LightGBM's norm factor applied); its loss."""
     factor = 1.0
-    total = sh[3, 0]
     if ip[NORM] and total > 0.0:
         factor = math.log2(1.0 + total) / total
     for t in range(idx.size):
         row = lo + idx[t]
-        grad[row] = g[t] * factor
-        hess[row] = h[t] * factor
+        grad[row] = f[_G, t] * factor
+        hess[row] = f[_H, t] * factor
         if share_high.size:
             share_high[row] = sh[0, t] * factor
             share_low[row] = sh[1, t] * factor
-    return sh[2, 0] * factor
+    return loss * factor
 
 
 @njit(cache=True, inline="always")
-def _scratch(n, share_high):
+def _shares(n, share_high):
     # np.empty and a loop: every other numpy constructor is one more implementation to compile
-    g = np.empty(n)
-    h = np.empty(n)
-    sh = np.empty((4, n if share_high.size else 1))
-    for t in range(n):
-        g[t] = 0.0
-        h[t] = 0.0
-    for k in range(4):
+    sh = np.empty((2, n if share_high.size else 1))
+    for k in range(2):
         for t in range(sh.shape[1]):
             sh[k, t] = 0.0
-    return g, h, sh
+    return sh
 
 
 # One per-query function per family of weightings, each with its own small parallel
@@ -252,83 +335,119 @@ def _scratch(n, share_high):
 # callee into every caller, so one function for all weightings took three times as long to
 # compile as the constant weights alone. The helpers above are inlined in numba's IR for
 # the same reason (compiled apart, each was optimised again at every level above it).
+# Each lists, for every top position i, the later positions j whose pair weighs something
+# (a branch-free compaction) and their weights, then hands them to _row; and to _row_extra
+# unless ``extra`` is None, a test numba prunes by the argument's type (written in each query
+# function: behind an inlined helper the pruned code still took 0.4 s more to compile).
 
 
 @njit(cache=True)
-def _query_constant(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
+def _query_constant(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra):
     """Constant weights (times the factors): RankNet, W-RankNet."""
     n = hi - lo
     if n < 2:
         return 0.0
-    idx, s, r, v, a, b, m = _gather(scores, ref, values, high, low, lo, n, ip)
-    g, h, sh = _scratch(n, share_high)
+    f, r, idx, js, m = _gather(scores, ref, values, high, low, lo, n, ip)
+    sh = _shares(n, share_high)
     opts = _options(r, ip, fp)
+    v = f[_V]
+    wf = f[_WF]
+    wb = f[_WB]
+    total = 0.0
+    loss = 0.0
     for i in range(m):
+        vi = v[i]
+        cnt = 0
         for j in range(i + 1, n):
-            if v[i] != v[j]:
-                up = v[i] > v[j]
-                _pair(i if up else j, j if up else i, inv_norm, s, r, a, b, g, h, sh, opts)
-    return _finish(idx, lo, g, h, sh, ip, grad, hess, share_high, share_low)
+            cnt = _keep(j, inv_norm if vi != v[j] else 0.0, vi > v[j], wf, wb, js, cnt)
+        lam = _row(i, cnt, js, f, r, opts)
+        if extra is not None:
+            lam, part = _row_extra(i, cnt, js, f, r, sh, opts, lam)
+            loss += part
+        total += lam
+    return _finish(idx, lo, f, sh, total, loss, ip, grad, hess, share_high, share_low)
 
 
 @njit(cache=True)
-def _query_discount(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
+def _query_discount(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra):
     """Weights from the discounts of the two ranks: LambdaRank's NDCG, NDCG-Loss2, -Loss2++."""
     n = hi - lo
     if n < 2:
         return 0.0
-    idx, s, r, v, a, b, m = _gather(scores, ref, values, high, low, lo, n, ip)
-    g, h, sh = _scratch(n, share_high)
+    f, r, idx, js, m = _gather(scores, ref, values, high, low, lo, n, ip)
+    sh = _shares(n, share_high)
     opts = _options(r, ip, fp)
     mode = ip[MODE]
-    mu = fp[MU]
+    # w = gap * (on_swap * swap + on_delta * delta): exactly gap * swap, gap * delta or
+    # gap * (swap + mu * delta), without a branch in the loop
+    on_swap = 0.0 if mode == LOSS2 else 1.0
+    on_delta = 0.0 if mode == NDCG else (1.0 if mode == LOSS2 else fp[MU])
+    v = f[_V]
+    wf = f[_WF]
+    wb = f[_WB]
+    total = 0.0
+    loss = 0.0
     for i in range(m):
+        vi = v[i]
+        di = disc[i]
+        cnt = 0
         for j in range(i + 1, n):
-            if v[i] == v[j]:
-                continue
-            gap = abs(v[i] - v[j]) * inv_norm
-            swap = abs(disc[i] - disc[j])
-            if mode == NDCG:
-                w = gap * swap
-            else:
-                delta = abs(disc[j - i - 1] - disc[j - i])
-                w = gap * (delta if mode == LOSS2 else swap + mu * delta)
-            up = v[i] > v[j]
-            _pair(i if up else j, j if up else i, w, s, r, a, b, g, h, sh, opts)
-    return _finish(idx, lo, g, h, sh, ip, grad, hess, share_high, share_low)
+            gap = abs(vi - v[j]) * inv_norm
+            w = gap * (on_swap * abs(di - disc[j]) + on_delta * abs(disc[j - i - 1] - disc[j - i]))
+            cnt = _keep(j, w, vi > v[j], wf, wb, js, cnt)
+        lam = _row(i, cnt, js, f, r, opts)
+        if extra is not None:
+            lam, part = _row_extra(i, cnt, js, f, r, sh, opts, lam)
+            loss += part
+        total += lam
+    return _finish(idx, lo, f, sh, total, loss, ip, grad, hess, share_high, share_low)
 
 
 @njit(cache=True)
-def _query_loss1(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
+def _query_loss1(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra):
     """NDCG-Loss1: every ordered pair, weighted by the preferred document's gain times discount."""
     n = hi - lo
     if n < 2:
         return 0.0
-    idx, s, r, v, a, b, m = _gather(scores, ref, values, high, low, lo, n, ip)
-    g, h, sh = _scratch(n, share_high)
+    f, r, idx, js, m = _gather(scores, ref, values, high, low, lo, n, ip)
+    sh = _shares(n, share_high)
     opts = _options(r, ip, fp)
+    v = f[_V]
+    wf = f[_WF]
+    wb = f[_WB]
+    total = 0.0
+    loss = 0.0
     for i in range(m):
         wi = v[i] * disc[i] * inv_norm
+        cnt = 0
         for j in range(i + 1, n):
             wj = v[j] * disc[j] * inv_norm
-            for up in (True, False):
-                w = wi if up else wj
-                if w != 0.0:
-                    _pair(i if up else j, j if up else i, w, s, r, a, b, g, h, sh, opts)
-    return _finish(idx, lo, g, h, sh, ip, grad, hess, share_high, share_low)
+            wf[j] = wi
+            wb[j] = wj
+            js[cnt] = j
+            cnt += (wi != 0.0) | (wj != 0.0)
+        lam = _row(i, cnt, js, f, r, opts)
+        if extra is not None:
+            lam, part = _row_extra(i, cnt, js, f, r, sh, opts, lam)
+            loss += part
+        total += lam
+    return _finish(idx, lo, f, sh, total, loss, ip, grad, hess, share_high, share_low)
 
 
 @njit(cache=True)
-def _query_measure(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
+def _query_measure(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra):
     """|change of AP, RR or ERR| when the pair swaps, O(1) per pair (see the module notes)."""
     n = hi - lo
     if n < 2:
         return 0.0
-    idx, s, r, v, a, b, m = _gather(scores, ref, values, high, low, lo, n, ip)
-    g, h, sh = _scratch(n, share_high)
+    f, r, idx, js, m = _gather(scores, ref, values, high, low, lo, n, ip)
+    sh = _shares(n, share_high)
     opts = _options(r, ip, fp)
     mode = ip[MODE]
     kcut = ip[KCUT]
+    v = f[_V]
+    wf = f[_WF]
+    wb = f[_WB]
     # rank weights 1/r within the cut-off; AP's hits and prefix sums of rel/r; RR's first two
     # relevant positions; ERR's probability of reaching each rank
     rw = np.empty(n + 1)
@@ -354,10 +473,13 @@ def _query_measure(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, f
         prefix[t] = acc
         reach[t] = p
         p *= 1.0 - v[t]
+    total = 0.0
+    loss = 0.0
     for i in range(m):
         # ERR: running sum over i < t < j of rw_t R_t prod_{i<u<t} (1 - R_u), and that product
         err_acc = 0.0
         err_prod = 1.0
+        cnt = 0
         for j in range(i + 1, n):
             w = 0.0
             if v[i] != v[j]:
@@ -378,46 +500,48 @@ def _query_measure(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, f
             if mode == ERR:
                 err_acc += rw[j] * v[j] * err_prod
                 err_prod *= 1.0 - v[j]
-            if w == 0.0:
-                continue
-            up = v[i] > v[j]
-            _pair(i if up else j, j if up else i, w, s, r, a, b, g, h, sh, opts)
-    return _finish(idx, lo, g, h, sh, ip, grad, hess, share_high, share_low)
+            cnt = _keep(j, w, v[i] > v[j], wf, wb, js, cnt)
+        lam = _row(i, cnt, js, f, r, opts)
+        if extra is not None:
+            lam, part = _row_extra(i, cnt, js, f, r, sh, opts, lam)
+            loss += part
+        total += lam
+    return _finish(idx, lo, f, sh, total, loss, ip, grad, hess, share_high, share_low)
 
 
 @njit(parallel=True, cache=True)
-def _kernel_constant(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
+def _kernel_constant(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra):
     loss = np.empty(offsets.size - 1)
     for q in prange(offsets.size - 1):
         loss[q] = _query_constant(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], disc,
-                                  ip, fp, grad, hess, share_high, share_low)
+                                  ip, fp, grad, hess, share_high, share_low, extra)
     return loss
 
 
 @njit(parallel=True, cache=True)
-def _kernel_discount(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
+def _kernel_discount(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra):
     loss = np.empty(offsets.size - 1)
     for q in prange(offsets.size - 1):
         loss[q] = _query_discount(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], disc,
-                                  ip, fp, grad, hess, share_high, share_low)
+                                  ip, fp, grad, hess, share_high, share_low, extra)
     return loss
 
 
 @njit(parallel=True, cache=True)
-def _kernel_loss1(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
+def _kernel_loss1(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra):
     loss = np.empty(offsets.size - 1)
     for q in prange(offsets.size - 1):
         loss[q] = _query_loss1(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], disc,
-                               ip, fp, grad, hess, share_high, share_low)
+                               ip, fp, grad, hess, share_high, share_low, extra)
     return loss
 
 
 @njit(parallel=True, cache=True)
-def _kernel_measure(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low):
+def _kernel_measure(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra):
     loss = np.empty(offsets.size - 1)
     for q in prange(offsets.size - 1):
         loss[q] = _query_measure(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], disc,
-                                 ip, fp, grad, hess, share_high, share_low)
+                                 ip, fp, grad, hess, share_high, share_low, extra)
     return loss
 
 
@@ -505,12 +629,15 @@ class Pairs:
         ip = np.array([mode, n_max if cfg.k is None else min(int(cfg.k), n_max), cfg.truncation or 0,
                        cfg.top_ties, cfg.norm, at is None, want_loss], dtype=np.int64)
         fp = np.array([cfg.mu, cfg.sigma, 1.0 if cfg.natural_log else 1.0 / math.log(2.0)])
+        # None compiles (and runs) the kernels without the loss and the norm at the reference
+        # scores: numba prunes the branch on the argument's type
+        extra = _EMPTY if want_loss or (cfg.norm and at is not None) else None
         return _kernel_of(mode)(
             scores, ref, self.values,
             _EMPTY if high is None else np.ascontiguousarray(high, dtype=np.float64),
             _EMPTY if low is None else np.ascontiguousarray(low, dtype=np.float64),
             self.offsets, self.inv_norm, self.discount, ip, fp, grad, hess,
-            _EMPTY if share_high is None else share_high, _EMPTY if share_low is None else share_low,
+            _EMPTY if share_high is None else share_high, _EMPTY if share_low is None else share_low, extra,
         )
 
     def grad_hess(self, scores, *, high=None, low=None, at=None):
