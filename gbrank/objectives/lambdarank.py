@@ -70,7 +70,8 @@ by default) and :math:`Z` the ideal DCG:
   :math:`\delta_{ij} = |D(|r_i - r_j|) - D(|r_i - r_j| + 1)|`;
 * ``"ndcg_loss2pp"`` (NDCG-Loss2++): :math:`w_{ij} = |G_i - G_j|\,(|D(r_i) - D(r_j)| + \mu\,\delta_{ij}) / Z`;
 * ``"ndcg_loss1"``: every ordered pair :math:`(i, j)`, :math:`i \ne j`, whatever the labels,
-  weighted :math:`G_i D(r_i) / Z`.
+  weighted :math:`G_i D(r_i) / Z`; a query whose labels are all equal (constant NDCG) is
+  left out.
 
 Cost
 ----
@@ -222,6 +223,12 @@ class LambdaLoss(LambdaObjective):
 
     def _inputs(self, labels, offsets):
         gains, table, inv = self._ndcg_inputs(labels, offsets, None)
+        if self.weighting == "ndcg_loss1":
+            # NDCG-Loss1 pairs documents whatever their labels; a query of equal labels has a
+            # constant NDCG, so it is left out, as every other gbrank objective leaves it out
+            low = np.minimum.reduceat(labels, offsets[:-1]) if labels.size else labels
+            high = np.maximum.reduceat(labels, offsets[:-1]) if labels.size else labels
+            inv = np.where(low == high, 0.0, inv)
         return gains, table, inv, None
 
 
