@@ -11,6 +11,53 @@ from numba import njit
 _RUN = 16
 
 
+@njit(cache=True, inline="always")
+def sort_desc(src, lo, n, key, idx, tkey, tidx):
+    """Sort ``src[lo:lo + n]`` descending, equal values by index (a stable sort), in the
+    caller's buffers ``key``, ``idx`` (the result's) and ``tkey``, ``tidx`` (the merges'), each
+    at least ``n`` long; returns the sorted values and their local indices, two of the four
+    buffers. ``src`` must hold no NaN.
+
+    The keys move with their indices, so that comparisons read contiguous memory rather than
+    gather through the indices.
+    """
+    for t in range(n):
+        key[t] = src[lo + t]
+        idx[t] = t
+    for start in range(0, n, _RUN):
+        for t in range(start + 1, min(start + _RUN, n)):
+            k = key[t]
+            x = idx[t]
+            u = t
+            while u > start and key[u - 1] < k:
+                key[u] = key[u - 1]
+                idx[u] = idx[u - 1]
+                u -= 1
+            key[u] = k
+            idx[u] = x
+    width = _RUN
+    while width < n:
+        for start in range(0, n, 2 * width):
+            mid = min(start + width, n)
+            end = min(start + 2 * width, n)
+            x = start
+            y = mid
+            for t in range(start, end):
+                # the right run's row goes first only if strictly larger: ties keep row order
+                if x < mid and (y >= end or key[x] >= key[y]):
+                    tkey[t] = key[x]
+                    tidx[t] = idx[x]
+                    x += 1
+                else:
+                    tkey[t] = key[y]
+                    tidx[t] = idx[y]
+                    y += 1
+        key, tkey = tkey, key
+        idx, tidx = tidx, idx
+        width *= 2
+    return key, idx
+
+
 @njit(cache=True)
 def order_desc(values):
     """Indices ordering ``values`` descending, equal values by index: a stable sort.
@@ -18,55 +65,8 @@ def order_desc(values):
     ``values`` must hold no NaN.
     """
     n = values.shape[0]
-    # The keys move with their indices, so that comparisons read contiguous memory rather
-    # than gather through the indices.
     key = np.empty(n, dtype=np.float64)
     idx = np.empty(n, dtype=np.int64)
-    for start in range(0, n, _RUN):
-        stop = min(start + _RUN, n)
-        for i in range(start, stop):
-            v = values[i]
-            j = i
-            while j > start and v > key[j - 1]:
-                key[j] = key[j - 1]
-                idx[j] = idx[j - 1]
-                j -= 1
-            key[j] = v
-            idx[j] = i
-    if n <= _RUN:
-        return idx
-    dst_key = np.empty(n, dtype=np.float64)
-    dst_idx = np.empty(n, dtype=np.int64)
-    width = _RUN
-    while width < n:
-        for start in range(0, n, 2 * width):
-            mid = min(start + width, n)
-            stop = min(start + 2 * width, n)
-            i = start
-            j = mid
-            t = start
-            while i < mid and j < stop:
-                # the right run's row goes first only if strictly before: ties keep row order
-                if key[j] > key[i]:
-                    dst_key[t] = key[j]
-                    dst_idx[t] = idx[j]
-                    j += 1
-                else:
-                    dst_key[t] = key[i]
-                    dst_idx[t] = idx[i]
-                    i += 1
-                t += 1
-            while i < mid:
-                dst_key[t] = key[i]
-                dst_idx[t] = idx[i]
-                i += 1
-                t += 1
-            while j < stop:
-                dst_key[t] = key[j]
-                dst_idx[t] = idx[j]
-                j += 1
-                t += 1
-        key, dst_key = dst_key, key
-        idx, dst_idx = dst_idx, idx
-        width *= 2
-    return idx
+    tkey = np.empty(n, dtype=np.float64)
+    tidx = np.empty(n, dtype=np.int64)
+    return sort_desc(values, 0, n, key, idx, tkey, tidx)[1]

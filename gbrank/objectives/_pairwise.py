@@ -84,6 +84,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
+from .._sort import sort_desc
 from .._validation import check_scores
 from ..groups import check_group
 from ._base import RankingObjective
@@ -104,8 +105,6 @@ WEIGHTINGS = {
 # LightGBM adds the float literal 0.01f to |s_i - s_j|
 NORM_EPS = float(np.float32(0.01))
 _EMPTY = np.zeros(0)
-# insertion-sorted runs before the merges of _rank_order
-_RUN = 16
 
 # integer settings of a call, in this order, in one int64 array
 MODE, KCUT, TRUNC, TOP_TIES, NORM, SAME, WANT_LOSS = range(7)
@@ -120,49 +119,8 @@ _S, _R, _R2, _V, _A, _B, _G, _H, _WF, _WB = range(10)
 @njit(cache=True, inline="always")
 def _rank_order(ref, lo, n, f, ix):
     """Sort rows ``lo:lo+n`` by descending ``ref``, ties in row order: returns the sorted
-    values and the local indices (rows of ``f`` and ``ix``, the sort's buffers).
-
-    Stable insertion sorts of short runs, then bottom-up merges, on contiguous (value,
-    index) pairs; far quicker to compile than ``np.argsort``'s.
-    """
-    key = f[_R]
-    idx = ix[0]
-    tkey = f[_R2]
-    tidx = ix[1]
-    for t in range(n):
-        key[t] = ref[lo + t]
-        idx[t] = t
-    for start in range(0, n, _RUN):
-        for t in range(start + 1, min(start + _RUN, n)):
-            k = key[t]
-            x = idx[t]
-            u = t
-            while u > start and key[u - 1] < k:
-                key[u] = key[u - 1]
-                idx[u] = idx[u - 1]
-                u -= 1
-            key[u] = k
-            idx[u] = x
-    width = _RUN
-    while width < n:
-        for start in range(0, n, 2 * width):
-            mid = min(start + width, n)
-            end = min(start + 2 * width, n)
-            x = start
-            y = mid
-            for t in range(start, end):
-                if x < mid and (y >= end or key[x] >= key[y]):
-                    tkey[t] = key[x]
-                    tidx[t] = idx[x]
-                    x += 1
-                else:
-                    tkey[t] = key[y]
-                    tidx[t] = idx[y]
-                    y += 1
-        key, tkey = tkey, key
-        idx, tidx = tidx, idx
-        width *= 2
-    return key, idx
+    values and the local indices (rows of ``f`` and ``ix``, the sort's buffers)."""
+    return sort_desc(ref, lo, n, f[_R], ix[0], f[_R2], ix[1])
 
 
 @njit(cache=True, inline="always")
