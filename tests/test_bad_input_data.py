@@ -87,7 +87,7 @@ def test_ranking_data_bad_groups_and_lengths(kwargs, message):
 def test_empty_ranking_data_is_a_dataset_of_no_queries():
     data = RankingData(np.zeros((0, 2)), np.zeros(0), group=np.zeros(0, dtype=int))
     assert data.n_queries == 0 and len(data) == 0
-    with pytest.raises(ValueError, match=r"n_queries must be at least 1, got 0"):
+    with pytest.raises(ValueError, match=r"n_queries must be an integer >= 1, got 0"):
         make_ranking(n_queries=0)
 
 

@@ -30,11 +30,11 @@ independently of the sessions for ``"plackett_luce"``; exact for ``"deterministi
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 
 import numpy as np
 
+from .._validation import check_choice, check_float, check_int
 from ..groups import check_group
 
 __all__ = ["ClickLog", "click_probability", "simulate_clicks"]
@@ -237,16 +237,10 @@ def simulate_clicks(
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         raise ValueError(f"y[{row}] = {labels[row]!r}: labels must be non-negative integers")
-    k = operator.index(top_k)
-    n_sessions = operator.index(sessions_per_query)
-    if k < 1:
-        raise ValueError(f"top_k must be at least 1, got {top_k!r}")
-    if n_sessions < 1:
-        raise ValueError(f"sessions_per_query must be at least 1, got {sessions_per_query!r}")
-    if not (np.isfinite(eta) and eta >= 0):
-        raise ValueError(f"eta must be finite and non-negative, got {eta!r}")
-    if click_model not in ("pbm", "cascade"):
-        raise ValueError(f"click_model must be 'pbm' or 'cascade', got {click_model!r}")
+    k = check_int("top_k", top_k, min=1)
+    n_sessions = check_int("sessions_per_query", sessions_per_query, min=1)
+    eta = check_float("eta", eta, min=0.0)
+    check_choice("click_model", click_model, ("pbm", "cascade"))
     if policy not in ("deterministic", "plackett_luce"):
         raise ValueError(f"policy must be 'deterministic' or 'plackett_luce', got {policy!r}")
     if not (np.isfinite(temperature) and temperature > 0):
@@ -309,9 +303,7 @@ def simulate_clicks(
         position[rows[at]] = np.broadcast_to(np.arange(1, shown + 1), rows.shape)[at]
         propensity[position > 0] = theta[position[position > 0] - 1]
     else:
-        m = operator.index(n_policy_samples)
-        if m < 1:
-            raise ValueError(f"n_policy_samples must be at least 1, got {n_policy_samples!r}")
+        m = check_int("n_policy_samples", n_policy_samples, min=1)
         per_chunk = max(1, _CHUNK_CELLS // (width * m))
         for first in range(0, n_queries, per_chunk):
             qs = np.arange(first, min(first + per_chunk, n_queries))

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import operator
-
 import numpy as np
 
+from .._validation import check_float, check_int
 from ._container import RankingData
 
 __all__ = ["make_ranking"]
@@ -26,8 +25,8 @@ def _list_lengths(rng, n_queries: int, docs_per_query) -> np.ndarray:
             raise ValueError(f"docs_per_query must be at least 1, got {docs_per_query!r}")
         draw = rng.gamma(_LENGTH_SHAPE, mean / _LENGTH_SHAPE, size=n_queries)
         return np.maximum(np.rint(draw), 1).astype(np.int64)
-    low, high = (operator.index(v) for v in docs_per_query)
-    if not 1 <= low <= high:
+    low, high = (check_int("docs_per_query", v, min=1) for v in docs_per_query)
+    if not low <= high:
         raise ValueError(f"docs_per_query=(low, high) needs 1 <= low <= high, got {(low, high)}")
     return rng.integers(low, high + 1, size=n_queries, dtype=np.int64)
 
@@ -117,27 +116,15 @@ def make_ranking(
     RankingData
         Queries in order, ``qid`` ``0 .. n_queries - 1``, float64 integer labels.
     """
-    n_queries = operator.index(n_queries)
-    n_features = operator.index(n_features)
-    n_levels = operator.index(n_levels)
-    if n_queries < 1:
-        raise ValueError(f"n_queries must be at least 1, got {n_queries}")
-    if n_features < 1:
-        raise ValueError(f"n_features must be at least 1, got {n_features}")
-    if n_levels < 2:
-        raise ValueError(f"n_levels must be at least 2, got {n_levels}")
-    n_inf = max(1, n_features // 5) if n_informative is None else operator.index(n_informative)
-    if not 1 <= n_inf <= n_features:
-        raise ValueError(f"n_informative must lie in [1, n_features={n_features}], got {n_inf}")
-    n_red = min(n_inf, n_features - n_inf) if n_redundant is None else operator.index(n_redundant)
-    if not 0 <= n_red <= n_features - n_inf:
-        raise ValueError(
-            f"n_redundant must lie in [0, n_features - n_informative = {n_features - n_inf}], "
-            f"got {n_red}"
-        )
-    for name, value in (("noise", noise), ("query_effect", query_effect)):
-        if not (np.isfinite(value) and value >= 0):
-            raise ValueError(f"{name} must be finite and non-negative, got {value!r}")
+    n_queries = check_int("n_queries", n_queries, min=1)
+    n_features = check_int("n_features", n_features, min=1)
+    n_levels = check_int("n_levels", n_levels, min=2)
+    n_inf = max(1, n_features // 5) if n_informative is None else check_int(
+        "n_informative", n_informative, min=1, max=n_features)
+    n_red = min(n_inf, n_features - n_inf) if n_redundant is None else check_int(
+        "n_redundant", n_redundant, min=0, max=n_features - n_inf)
+    noise = check_float("noise", noise, min=0.0)
+    query_effect = check_float("query_effect", query_effect, min=0.0)
     dtype = np.dtype(dtype)
     if dtype not in (np.float32, np.float64):
         raise ValueError(f"dtype must be float32 or float64, got {dtype}")
