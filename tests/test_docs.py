@@ -55,6 +55,20 @@ def test_site_builds_in_strict_mode(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-6000:] or result.stdout[-6000:]
     assert (tmp_path / "html" / "objectives" / "plackett-luce.html").is_file()
+    # every registered objective has its factory documented (an autodoc anchor) on some page
+    from gbrank.objectives import registry
+
+    html = "".join(page.read_text() for page in (tmp_path / "html").rglob("*.html"))
+    missing = [s.name for s in registry.specs().values() if f'id="{s.module}.{s.name}"' not in html]
+    assert not missing, f"registered objectives without a documented factory: {missing}"
+
+
+def test_every_registered_objective_has_a_guide_page():
+    from gbrank.objectives import registry
+
+    pages = "".join(p.read_text() for p in [*(DOCS / "objectives").glob("*.md"), DOCS / "clicks.md"])
+    missing = [s.name for s in registry.specs().values() if not re.search(rf"gbrank\.{s.name}\b|\b{s.name}\(", pages)]
+    assert not missing, f"registered objectives no guide page shows: {missing}"
 
 
 # --------------------------------------------------------------------------- metrics page
