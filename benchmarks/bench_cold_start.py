@@ -18,7 +18,7 @@ the wall time of compiling grows with the load while its CPU time does not:
   same fresh cache directory, the first time cold (everything compiled) and the second warm
   (everything loaded from the cache); wall times of the whole command and their ratio.
 
-Targets (issue 13): import <= 0.3 s, every first call <= 3 s, main job cold <= 1.3x warm.
+Targets: import <= 0.3 s, every first call <= 3 s, main job cold <= 1.3x warm.
 
     python benchmarks/bench_cold_start.py                   # everything (~5-10 minutes)
     python benchmarks/bench_cold_start.py --skip-main       # import and first calls only
