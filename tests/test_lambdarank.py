@@ -183,6 +183,45 @@ def test_gradient_and_hessian_match_the_direct_loss_with_fixed_weights(name, mak
     )
 
 
+
+def logistic(t):
+    return 1.0 / (1.0 + math.exp(-t)) if t >= 0 else math.exp(t) / (1.0 + math.exp(t))
+
+
+def direct_grad_hess(weights, s, *, c, sigma=1.0, norm=False):
+    """Gradient and hessian of direct_loss at s0 = s, each logistic on its own pair."""
+    spread = norm and s.max() != s.min()
+    grad, hess, lambdas = np.zeros(s.size), np.zeros(s.size), 0.0
+    for (x, y), w in weights.items():
+        if spread:
+            w = w / (NORM_EPS + abs(s[x] - s[y]))
+        z = sigma * (s[x] - s[y])
+        # rho = 1 / (1 + e^z) and 1 - rho, each without cancellation or overflow
+        rho, other = logistic(-z), logistic(z)
+        grad[x] -= c * sigma * w * rho
+        grad[y] += c * sigma * w * rho
+        hess[x] += c * sigma**2 * w * rho * other
+        hess[y] += c * sigma**2 * w * rho * other
+        lambdas += 2 * c * sigma * w * rho
+    factor = math.log2(1.0 + lambdas) / lambdas if norm and lambdas > 0 else 1.0
+    return grad * factor, hess * factor
+
+
+@pytest.mark.parametrize("spread", [5.0, 650.0, 900.0, 1e6])
+@pytest.mark.parametrize("norm", [True, False])
+def test_logistics_of_far_apart_scores(spread, norm):
+    """The kernel takes each logistic as a ratio of per-document exponentials unless a query's
+    scores span more than 700 (then one exponential per pair): both sides of that line match
+    the pairwise formula, down to the tiny hessians of pairs hundreds apart."""
+    lab, s0 = random_query(3, n=9)
+    s = (s0 - s0.min()) / (s0.max() - s0.min()) * spread
+    obj = lambdarank(truncation=None, norm=norm, hess_floor=0.0)
+    grad, hess = obj.grad_hess(lab, s, [9])
+    ref_grad, ref_hess = direct_grad_hess(direct_weights("lambdarank", lab, s), s, c=1.0, norm=norm)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-9, atol=1e-12 * np.abs(ref_grad).max())
+    np.testing.assert_allclose(hess, ref_hess, rtol=1e-9, atol=0.0)
+
+
 MEASURE_CASES = [
     ("ndcg", {}),
     ("ndcg", {"k": 3}),

@@ -55,7 +55,10 @@ Gradient and hessian
 With :math:`z = \sigma (s_i - s_j)`, :math:`\rho = 1 / (1 + e^{z})` and :math:`W = c\, a_i
 b_j w_{ij}`, each pair adds :math:`-\sigma W \rho` to :math:`g_i`, :math:`+\sigma W \rho` to
 :math:`g_j`, and :math:`\sigma^2 W \rho (1 - \rho)` to both hessians: the exact diagonal
-for fixed weights. :math:`\rho` and the loss use :math:`e^{-|z|}` only.
+for fixed weights. :math:`\rho_{ij} = E_j / (E_i + E_j)` with :math:`E_t = e^{\sigma (s_t -
+\max s)}`, one exponential per document (in a query whose scores span more than
+:math:`700/\sigma`, where :math:`E_t` would lose precision, :math:`e^{-|z|}` per pair); the
+loss uses :math:`e^{-|z|}` only.
 
 Use from other objectives
 -------------------------
@@ -111,9 +114,13 @@ MODE, KCUT, TRUNC, TOP_TIES, NORM, SAME, WANT_LOSS = range(7)
 # float settings: mu, sigma, c
 MU, SIGMA, C = range(3)
 # rows of a query's float scratch: sorted scores, sorted reference scores (two rows, the
-# sort's buffers), values, factors a and b, gradient and hessian sums, and the weights of
-# the current row i's pairs as preferred (i over j) and as other (j over i), indexed by j
-_S, _R, _R2, _V, _A, _B, _G, _H, _WF, _WB = range(10)
+# sort's buffers), values, factors a and b, gradient and hessian sums, the weights of the
+# current row i's pairs as preferred (i over j) and as other (j over i), indexed by j, and
+# the exponentials of the scores (see _options)
+_S, _R, _R2, _V, _A, _B, _G, _H, _WF, _WB, _E = range(11)
+# widest score range (times sigma) of a query whose exponentials _options takes: e^-700
+# is still a normal float, with its full precision
+_WIDEST = 700.0
 
 
 @njit(cache=True, inline="always")
@@ -128,7 +135,7 @@ def _gather(scores, ref, values, high, low, lo, n, ip):
     """The query sorted by ``ref``: the float scratch ``f`` (rows ``_S`` ...), the sorted
     reference scores ``r``, local indices ``idx``, a buffer ``js`` for the pair lists, and
     ``m``, the number of top positions whose pairs count (the outer loop's range)."""
-    f = np.empty((10, n))
+    f = np.empty((11, n))
     ix = np.empty((3, n), dtype=np.int64)
     r, idx = _rank_order(ref, lo, n, f, ix)
     s = f[_S]
@@ -155,11 +162,28 @@ def _gather(scores, ref, values, high, low, lo, n, ip):
 
 
 @njit(cache=True, inline="always")
-def _options(r, ip, fp):
+def _options(f, r, ip, fp):
     """The per-query constants of :func:`_row`, read once (not per pair) from the settings;
-    ``gap``: divide by the score gap (LightGBM's norm, unless all scores are equal)."""
+    ``gap``: divide by the score gap (LightGBM's norm, unless all scores are equal).
+
+    Also the exponentials :math:`E_t = e^{\\sigma (s_t - \\max s)}` of the query's scores,
+    unless its range is ``wide`` (past ``_WIDEST``, where the smallest would lose precision
+    or vanish): the logistic of a pair is then a ratio of two of them, one exponential per
+    document instead of one per pair.
+    """
+    s = f[_S]
+    sigma = fp[SIGMA]
+    top = s[0]
+    bottom = s[0]
+    for t in range(s.size):
+        top = max(top, s[t])
+        bottom = min(bottom, s[t])
+    wide = not sigma * (top - bottom) <= _WIDEST
+    if not wide:
+        for t in range(s.size):
+            f[_E, t] = math.exp(sigma * (s[t] - top))
     norm = ip[NORM] != 0
-    return norm and r[0] != r[r.size - 1], norm, ip[SAME] != 0, ip[WANT_LOSS] != 0, fp[SIGMA], fp[C]
+    return norm and r[0] != r[r.size - 1], norm, ip[SAME] != 0, ip[WANT_LOSS] != 0, sigma, fp[C], wide
 
 
 @njit(cache=True, inline="always")
@@ -177,31 +201,42 @@ def _row(i, cnt, js, f, r, opts):
     ``js``, weighted ``f[_WF, j]`` (i preferred) and ``f[_WB, j]`` (j preferred), to the
     gradient and hessian sums; return the row's share of the norm's sum of lambdas.
 
-    Both directions share one exponential: with :math:`z = \\sigma (s_i - s_j)` and
-    :math:`e = e^{-|z|}`, :math:`\\rho_{ij} = 1/(1 + e^{z})` and :math:`\\rho_{ji} = 1 -
-    \\rho_{ij}` are :math:`1/(1 + e)` and :math:`e/(1 + e)` in the order the sign of z says.
-    No branch depends on the data, so the loop runs without mispredictions.
+    Both directions share one division: :math:`\\rho_{ij} = 1/(1 + e^{z})` with :math:`z =
+    \\sigma (s_i - s_j)` and :math:`\\rho_{ji} = 1 - \\rho_{ij}` are :math:`E_j/(E_i + E_j)`
+    and :math:`E_i/(E_i + E_j)` with the exponentials of :func:`_options`; in a ``wide``
+    query, with :math:`e = e^{-|z|}` computed per pair, :math:`1/(1 + e)` and :math:`e/(1 + e)`
+    in the order the sign of z says. No branch depends on the pair, so the loop runs without
+    mispredictions.
     """
-    gap, norm, same, want_loss, sigma, c = opts
+    gap, norm, same, want_loss, sigma, c, wide = opts
     s, a, b, wf, wb, si, ri, ai, bi = _row_view(i, f, r)
     g = f[_G]
     h = f[_H]
+    ex = f[_E]
+    ei = ex[i]
     gsum = 0.0
     hsum = 0.0
     lam = 0.0
     for k in range(cnt):
         j = js[k]
-        sc = c / (NORM_EPS + abs(ri - r[j])) if gap else c
-        wij = sc * wf[j] * ai * b[j]
-        wji = sc * wb[j] * a[j] * bi
-        z = sigma * (si - s[j])
-        e = math.exp(-abs(z))
-        inv = 1.0 / (1.0 + e)
-        small = e * inv
-        rij = inv if z <= 0.0 else small
-        rji = small if z <= 0.0 else inv
+        wij = c * wf[j] * ai * b[j]
+        wji = c * wb[j] * a[j] * bi
+        if wide:
+            z = sigma * (si - s[j])
+            e = math.exp(-abs(z))
+            up = 1.0 if z <= 0.0 else e
+            down = e if z <= 0.0 else 1.0
+        else:
+            up = ex[j]
+            down = ei
+        # one division for the norm's 1 / (0.01 + |r_i - r_j|) and the logistic's; a gap
+        # past 1e300 (beyond the floats for extreme scores) weighs as 1e300, not 0 * inf
+        spread = min(NORM_EPS + abs(ri - r[j]), 1e300) if gap else 1.0
+        inv = 1.0 / (spread * (up + down))
+        rij = up * inv
+        rji = down * inv
         gr = sigma * (wji * rji - wij * rij)
-        cv = sigma * sigma * (wij + wji) * small * inv
+        cv = sigma * sigma * (wij + wji) * rij * rji * spread
         gsum += gr
         g[j] -= gr
         hsum += cv
@@ -216,7 +251,7 @@ def _row(i, cnt, js, f, r, opts):
 def _row_extra(i, cnt, js, f, r, sh, opts, lam):
     """What only a loss call or a call with reference scores needs of the row: the norm's
     lambdas at the reference scores (replacing ``lam``), the loss and its shares."""
-    gap, norm, same, want_loss, sigma, c = opts
+    gap, norm, same, want_loss, sigma, c, wide = opts
     s, a, b, wf, wb, si, ri, ai, bi = _row_view(i, f, r)
     if norm and not same:
         # the norm's lambdas are frozen at the reference scores
@@ -307,7 +342,7 @@ def _query_constant(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, 
         return 0.0
     f, r, idx, js, m = _gather(scores, ref, values, high, low, lo, n, ip)
     sh = _shares(n, share_high)
-    opts = _options(r, ip, fp)
+    opts = _options(f, r, ip, fp)
     v = f[_V]
     wf = f[_WF]
     wb = f[_WB]
@@ -334,7 +369,7 @@ def _query_discount(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, 
         return 0.0
     f, r, idx, js, m = _gather(scores, ref, values, high, low, lo, n, ip)
     sh = _shares(n, share_high)
-    opts = _options(r, ip, fp)
+    opts = _options(f, r, ip, fp)
     mode = ip[MODE]
     # w = gap * (on_swap * swap + on_delta * delta): exactly gap * swap, gap * delta or
     # gap * (swap + mu * delta), without a branch in the loop
@@ -369,7 +404,7 @@ def _query_loss1(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp,
         return 0.0
     f, r, idx, js, m = _gather(scores, ref, values, high, low, lo, n, ip)
     sh = _shares(n, share_high)
-    opts = _options(r, ip, fp)
+    opts = _options(f, r, ip, fp)
     v = f[_V]
     wf = f[_WF]
     wb = f[_WB]
@@ -400,7 +435,7 @@ def _query_measure(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, f
         return 0.0
     f, r, idx, js, m = _gather(scores, ref, values, high, low, lo, n, ip)
     sh = _shares(n, share_high)
-    opts = _options(r, ip, fp)
+    opts = _options(f, r, ip, fp)
     mode = ip[MODE]
     kcut = ip[KCUT]
     v = f[_V]
