@@ -18,6 +18,7 @@ import numpy as np
 __all__ = [
     "check_group",
     "group_offsets",
+    "varies_per_query",
     "offsets_to_sizes",
     "qid_to_sizes",
     "sizes_to_offsets",
@@ -155,3 +156,14 @@ def group_offsets(n_rows: int, *, group=None, qid=None) -> np.ndarray:
             raise ValueError(f"qid has {qid.size} entries but there are {n_rows} rows")
         group = qid_to_sizes(qid)
     return check_group(group, n_rows)
+
+
+def varies_per_query(values, offsets) -> np.ndarray:
+    """Per query, whether ``values`` take more than one value in it (False for one row).
+
+    ``offsets`` are those of :func:`check_group`: every query has at least one row.
+    """
+    starts = np.asarray(offsets)[:-1]
+    if starts.size == 0:
+        return np.zeros(0, dtype=bool)
+    return np.maximum.reduceat(values, starts) > np.minimum.reduceat(values, starts)

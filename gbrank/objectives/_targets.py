@@ -71,6 +71,7 @@ import numpy as np
 
 from .._validation import InvalidParameterError, check_int, check_labels
 from ..gains import EXP2_MAX_LABEL
+from ..groups import varies_per_query
 from ._label_order import label_order
 
 __all__ = ["LABEL_TARGETS", "RANK_TARGETS", "Target", "check_target", "check_target_labels", "target_scores"]
@@ -192,5 +193,5 @@ def target_scores(
 
     psi = np.empty(n)
     psi[order] = values
-    informative = np.maximum.reduceat(psi, starts) > np.minimum.reduceat(psi, starts)
+    informative = varies_per_query(psi, offsets)
     return psi, informative.astype(np.uint8)

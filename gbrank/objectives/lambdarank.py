@@ -87,6 +87,7 @@ import numpy as np
 
 from .._validation import check_choice, check_float, check_int, check_labels
 from ..gains import EXP2_MAX_LABEL, Discount, Gain, discount_values, gain_values
+from ..groups import varies_per_query
 from ._pairwise import PairSettings, PairwiseObjective
 
 __all__ = ["LambdaLoss", "LambdaObjective", "LambdaRank", "lambdaloss", "lambdarank"]
@@ -226,9 +227,7 @@ class LambdaLoss(LambdaObjective):
         if self.weighting == "ndcg_loss1":
             # NDCG-Loss1 pairs documents whatever their labels; a query of equal labels has a
             # constant NDCG, so it is left out, as every other gbrank objective leaves it out
-            low = np.minimum.reduceat(labels, offsets[:-1]) if labels.size else labels
-            high = np.maximum.reduceat(labels, offsets[:-1]) if labels.size else labels
-            inv = np.where(low == high, 0.0, inv)
+            inv = np.where(varies_per_query(labels, offsets), inv, 0.0)
         return gains, table, inv, None
 
 

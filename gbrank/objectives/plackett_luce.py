@@ -41,6 +41,7 @@ from .._deprecation import legacy_arguments
 from .._sort import order_desc
 from .._validation import check_choice, check_int
 from ..gains import Discount, Gain, discount_values, gain_values
+from ..groups import varies_per_query
 from ._base import RankingObjective
 from ._label_order import label_order, ndcg_weights
 from ._logspace import logaddexp as _logaddexp
@@ -314,9 +315,7 @@ class PlackettLuce(RankingObjective):
         if weights.shape != (n,) or not np.isfinite(weights).all() or weights.min(initial=0.0) < 0:
             raise ValueError("position weights must be finite and non-negative")
         if self.ignore_all_equal and n:
-            q_max = np.maximum.reduceat(labels, offsets[:-1]) if sizes.size else labels[:0]
-            q_min = np.minimum.reduceat(labels, offsets[:-1]) if sizes.size else labels[:0]
-            active = (q_max > q_min).astype(np.uint8)
+            active = varies_per_query(labels, offsets).astype(np.uint8)
         else:
             active = np.ones(sizes.size, dtype=np.uint8)
         last_positive = np.where(weights > 0, blocks.position, 0)

@@ -65,7 +65,7 @@ import numpy as np
 
 from .. import engines as _engines
 from .._validation import check_float, check_int, check_scores, check_weights
-from ..groups import check_group, sizes_to_offsets
+from ..groups import check_group, sizes_to_offsets, varies_per_query
 from ._base import RankingObjective
 
 __all__ = ["ClickObjective", "check_positions", "estimate_propensity"]
@@ -141,10 +141,7 @@ def _row_order_positions(offsets) -> np.ndarray:
 
 
 def _scores_constant_per_query(scores, offsets) -> bool:
-    starts = offsets[:-1][np.diff(offsets) > 0]
-    if starts.size == 0:
-        return True
-    return bool(np.array_equal(np.maximum.reduceat(scores, starts), np.minimum.reduceat(scores, starts)))
+    return not varies_per_query(scores, offsets).any()
 
 
 def estimate_propensity(scores, clicks, position, offsets, n_positions: int, *, n_rounds: int = 30) -> np.ndarray:
