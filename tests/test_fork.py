@@ -30,8 +30,9 @@ TIME_LIMIT = 120  # seconds; the scenarios take a few seconds once the numba cac
 TBB_EXPECTED = sys.platform.startswith("linux") and platform.machine() == "x86_64"
 FORK = "fork" in __import__("multiprocessing").get_all_start_methods()
 
-# The parent runs real parallel kernels (an objective and a metric, 500 queries of 40 rows:
-# enough for every thread to take queries) before anything forks; children run them again.
+# The parent runs real parallel kernels (objectives on gbrank's thread pool and on numba's
+# threading layer, and a metric; 500 queries of 40 rows: enough for every thread to take
+# queries) before anything forks; children run them again.
 PRELUDE = """
 import numba
 import numpy as np
@@ -42,10 +43,13 @@ sizes = np.full(500, 40)
 y = rng.integers(0, 4, sizes.sum()).astype(float)
 s = rng.normal(size=sizes.sum())
 objective = gbrank.listmle_topk(k=10)
+pairwise = gbrank.lambdarank()
+listnet = gbrank.listnet()
 
 def work(_):
     grad, hess = objective.grad_hess(y, s, sizes)
-    return float(grad @ grad), float(hess.sum()), float(gbrank.metrics.ndcg(y, s, sizes, k=10))
+    return (float(grad @ grad), float(hess.sum()), float(gbrank.metrics.ndcg(y, s, sizes, k=10)),
+            float(pairwise.loss(y, s, sizes)), float(listnet.grad_hess(y, s, sizes)[0] @ s))
 
 expected = work(0)
 print("layer", numba.threading_layer(), "threads", numba.get_num_threads(), flush=True)
@@ -151,10 +155,11 @@ def test_threads_share_objectives_and_metrics():
     y = rng.integers(0, 4, sizes.sum()).astype(float)
     s = rng.normal(size=sizes.sum())
     objective = gbrank.listmle_topk(k=10)
+    pairwise = gbrank.lambdarank()
 
     def work():
         grad, hess = objective.grad_hess(y, s, sizes)
-        return grad, hess, gbrank.metrics.ndcg(y, s, sizes, k=10)
+        return grad, hess, gbrank.metrics.ndcg(y, s, sizes, k=10), pairwise.grad_hess(y, s, sizes)
 
     expected = work()
     results, errors = [], []
@@ -173,9 +178,11 @@ def test_threads_share_objectives_and_metrics():
         thread.join(timeout=TIME_LIMIT)
     assert not errors, errors
     assert len(results) == 20
-    for grad, hess, value in results:
+    for grad, hess, value, pair in results:
         np.testing.assert_array_equal(grad, expected[0])
         np.testing.assert_array_equal(hess, expected[1])
         assert value == expected[2]
+        np.testing.assert_array_equal(pair[0], expected[3][0])
+        np.testing.assert_array_equal(pair[1], expected[3][1])
     if TBB_EXPECTED and os.environ.get("NUMBA_THREADING_LAYER") is None:
         assert numba.threading_layer() == "tbb"

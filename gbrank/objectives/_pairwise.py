@@ -85,8 +85,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from .._parallel import over_queries
 from .._sort import sort_desc
 from .._validation import check_scores
 from ..groups import check_group
@@ -323,8 +324,8 @@ def _shares(n, share_high):
     return sh
 
 
-# One per-query function per family of weightings, each with its own small parallel
-# wrapper, so that a call compiles only the family it uses: numba links and re-optimises a
+# One per-query function per family of weightings, each with its own small loop over a
+# block of queries (run on threads by gbrank._parallel), so that a call compiles only the family it uses: numba links and re-optimises a
 # callee into every caller, so one function for all weightings took three times as long to
 # compile as the constant weights alone. The helpers above are inlined in numba's IR for
 # the same reason (compiled apart, each was optimised again at every level above it).
@@ -334,7 +335,7 @@ def _shares(n, share_high):
 # function: behind an inlined helper the pruned code still took 0.4 s more to compile).
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _query_constant(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra):
     """Constant weights (times the factors): RankNet, W-RankNet."""
     n = hi - lo
@@ -361,7 +362,7 @@ def _query_constant(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, 
     return _finish(idx, lo, f, sh, total, loss, ip, grad, hess, share_high, share_low)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _query_discount(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra):
     """Weights from the discounts of the two ranks: LambdaRank's NDCG, NDCG-Loss2, -Loss2++."""
     n = hi - lo
@@ -396,7 +397,7 @@ def _query_discount(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, 
     return _finish(idx, lo, f, sh, total, loss, ip, grad, hess, share_high, share_low)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _query_loss1(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra):
     """NDCG-Loss1: every ordered pair, weighted by the preferred document's gain times discount."""
     n = hi - lo
@@ -427,7 +428,7 @@ def _query_loss1(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp,
     return _finish(idx, lo, f, sh, total, loss, ip, grad, hess, share_high, share_low)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _query_measure(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra):
     """|change of AP, RR or ERR| when the pair swaps, O(1) per pair (see the module notes)."""
     n = hi - lo
@@ -502,40 +503,32 @@ def _query_measure(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, f
     return _finish(idx, lo, f, sh, total, loss, ip, grad, hess, share_high, share_low)
 
 
-@njit(parallel=True, cache=True)
-def _kernel_constant(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra):
-    loss = np.empty(offsets.size - 1)
-    for q in prange(offsets.size - 1):
+@njit(cache=True, nogil=True)
+def _kernel_constant(q0, q1, scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra, loss):
+    for q in range(q0, q1):
         loss[q] = _query_constant(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], disc,
-                                  ip, fp, grad, hess, share_high, share_low, extra)
-    return loss
+                               ip, fp, grad, hess, share_high, share_low, extra)
 
 
-@njit(parallel=True, cache=True)
-def _kernel_discount(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra):
-    loss = np.empty(offsets.size - 1)
-    for q in prange(offsets.size - 1):
+@njit(cache=True, nogil=True)
+def _kernel_discount(q0, q1, scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra, loss):
+    for q in range(q0, q1):
         loss[q] = _query_discount(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], disc,
-                                  ip, fp, grad, hess, share_high, share_low, extra)
-    return loss
+                               ip, fp, grad, hess, share_high, share_low, extra)
 
 
-@njit(parallel=True, cache=True)
-def _kernel_loss1(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra):
-    loss = np.empty(offsets.size - 1)
-    for q in prange(offsets.size - 1):
+@njit(cache=True, nogil=True)
+def _kernel_loss1(q0, q1, scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra, loss):
+    for q in range(q0, q1):
         loss[q] = _query_loss1(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], disc,
                                ip, fp, grad, hess, share_high, share_low, extra)
-    return loss
 
 
-@njit(parallel=True, cache=True)
-def _kernel_measure(scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra):
-    loss = np.empty(offsets.size - 1)
-    for q in prange(offsets.size - 1):
+@njit(cache=True, nogil=True)
+def _kernel_measure(q0, q1, scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra, loss):
+    for q in range(q0, q1):
         loss[q] = _query_measure(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], disc,
-                                 ip, fp, grad, hess, share_high, share_low, extra)
-    return loss
+                               ip, fp, grad, hess, share_high, share_low, extra)
 
 
 def _kernel_of(mode):
@@ -625,13 +618,16 @@ class Pairs:
         # None compiles (and runs) the kernels without the loss and the norm at the reference
         # scores: numba prunes the branch on the argument's type
         extra = _EMPTY if want_loss or (cfg.norm and at is not None) else None
-        return _kernel_of(mode)(
+        loss = np.empty(self.offsets.size - 1)
+        over_queries(
+            _kernel_of(mode), self.offsets,
             scores, ref, self.values,
             _EMPTY if high is None else np.ascontiguousarray(high, dtype=np.float64),
             _EMPTY if low is None else np.ascontiguousarray(low, dtype=np.float64),
             self.offsets, self.inv_norm, self.discount, ip, fp, grad, hess,
-            _EMPTY if share_high is None else share_high, _EMPTY if share_low is None else share_low, extra,
+            _EMPTY if share_high is None else share_high, _EMPTY if share_low is None else share_low, extra, loss,
         )
+        return loss
 
     def grad_hess(self, scores, *, high=None, low=None, at=None):
         """Per-row gradient and hessian, float64."""

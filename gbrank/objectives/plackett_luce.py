@@ -38,6 +38,7 @@ import numpy as np
 from numba import njit, prange
 
 from .._deprecation import legacy_arguments
+from .._parallel import over_queries
 from .._sort import order_desc
 from .._validation import check_choice, check_int
 from ..gains import Discount, Gain, discount_values, gain_values
@@ -223,9 +224,10 @@ def _query_perm(scores, order, tie_end, head, offsets, active, shuffle, seed, q)
     return _permutation(scores, order, tie_end, start, end, head[q], q, shuffle, seed)
 
 
-@njit(parallel=True, cache=True)
-def pl_grad_hess(scores, order, tie_end, weights, head, offsets, active, shuffle, seed, grad, hess):
-    """Gradient and exact diagonal hessian of the position-weighted PL loss, per query.
+@njit(cache=True, nogil=True)
+def pl_grad_hess(q0, q1, scores, order, tie_end, weights, head, offsets, active, shuffle, seed, grad, hess):
+    """Gradient and exact diagonal hessian of the position-weighted PL loss of queries
+    ``q0 <= q < q1`` (run over all queries by :func:`gbrank._parallel.over_queries`).
 
     ``order`` lists each query's rows by label (descending; ties in input order, or by score
     from :func:`score_order`), ``tie_end[j]`` is the end of the tied block holding sorted
@@ -234,22 +236,22 @@ def pl_grad_hess(scores, order, tie_end, weights, head, offsets, active, shuffle
     shuffled by draws hashed from ``seed``, the query and its scores. Queries with
     ``active[q] == 0`` are left at zero; ``grad`` and ``hess`` must be zero on entry.
     """
-    for q in prange(offsets.shape[0] - 1):
-        perm = _query_perm(scores, order, tie_end, head, offsets, active, shuffle, seed, np.int64(q))
+    for q in range(q0, q1):
+        perm = _query_perm(scores, order, tie_end, head, offsets, active, shuffle, seed, q)
         if perm.shape[0]:
             pl_query(scores, perm, weights, offsets[q], head[q], 1.0, grad, hess, True, False)
 
 
-@njit(parallel=True, cache=True)
-def pl_loss(scores, order, tie_end, weights, head, offsets, active, shuffle, seed):
-    """Per-query position-weighted PL negative log-likelihood (0 for inactive queries)."""
-    out = np.zeros(offsets.shape[0] - 1)
+@njit(cache=True, nogil=True)
+def pl_loss(q0, q1, scores, order, tie_end, weights, head, offsets, active, shuffle, seed, out):
+    """Per-query position-weighted PL negative log-likelihood of queries ``q0 <= q < q1``
+    into ``out`` (0 for inactive queries)."""
     no_grad = np.empty(0)
-    for q in prange(out.shape[0]):
-        perm = _query_perm(scores, order, tie_end, head, offsets, active, shuffle, seed, np.int64(q))
+    for q in range(q0, q1):
+        perm = _query_perm(scores, order, tie_end, head, offsets, active, shuffle, seed, q)
+        out[q] = 0.0
         if perm.shape[0]:
             out[q] = pl_query(scores, perm, weights, offsets[q], head[q], 1.0, no_grad, no_grad, False, True)
-    return out
 
 
 class PLState(NamedTuple):
@@ -332,10 +334,12 @@ class PlackettLuce(RankingObjective):
         )
 
     def _grad_hess(self, state, scores, grad, hess):
-        pl_grad_hess(*self._kernel_args(state, scores), grad, hess)
+        over_queries(pl_grad_hess, state.offsets, *self._kernel_args(state, scores), grad, hess)
 
     def _loss(self, state, scores):
-        return pl_loss(*self._kernel_args(state, scores))
+        out = np.empty(state.offsets.size - 1)
+        over_queries(pl_loss, state.offsets, *self._kernel_args(state, scores), out)
+        return out
 
 
 _COMMON_DOC = """
