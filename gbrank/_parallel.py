@@ -6,9 +6,11 @@ and runs them on a pool of threads, which run in parallel since the kernels rele
 
 Why not ``prange``: numba compiles a ``prange`` loop into a separate function, a wrapper for
 it and the caller, and each links the per-query function it calls and optimises it again
-whole. For the large per-query functions of the objectives that was a third of the first
-call's compile time (1 s of a pairwise objective's 2.5 s); a plain loop over a block links
-it once.
+whole. For the large per-query functions of the Plackett–Luce, ListNet and pairwise
+objectives that was a third of the first call's compile time (1 s of a pairwise objective's
+2.5 s); a plain loop over a block links it once. Kernels whose per-query work is small or
+written in the loop itself (the metrics, RankCosine, the click softmax, NDCG_Boost) lose
+little to the layers and keep ``prange`` on numba's threading layer (:mod:`gbrank._threading`).
 
 The number of threads is numba's: ``numba.get_num_threads()`` in the calling thread
 (``NUMBA_NUM_THREADS``, ``numba.set_num_threads``), so one setting governs every kernel.

@@ -95,9 +95,10 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from .._deprecation import legacy_arguments
+from .._parallel import over_queries
 from .._validation import check_int
 from ._base import RankingObjective
 from ._random import next_uniform, query_stream
@@ -383,27 +384,27 @@ def _query_deep(scores, psi, q, m, offsets, active, query, k, n_samples, seed, e
     return _sampled(scores, psi, start, end, kk, n_samples, seed, query, grad, hess, want_loss)
 
 
-# Two kernels, so that the common k <= 2 compiles neither the enumeration nor the sampling.
-@njit(parallel=True, cache=True)
-def listnet_shallow_kernel(scores, q, m, offsets, active, k, grad, hess, want_loss):
-    """k <= 2: fill grad and hess (raw, zero-initialised) and return the per-query cross-entropy."""
-    loss = np.zeros(offsets.shape[0] - 1)
-    for query in prange(loss.shape[0]):
+# Two kernels, so that the common k <= 2 compiles neither the enumeration nor the sampling;
+# each runs a block of queries (gbrank._parallel).
+@njit(cache=True, nogil=True)
+def listnet_shallow_kernel(q0, q1, scores, q, m, offsets, active, k, grad, hess, want_loss, loss):
+    """k <= 2: fill grad and hess (raw, zero-initialised) and the per-query cross-entropy
+    ``loss`` of queries ``q0 <= query < q1``."""
+    for query in range(q0, q1):
         start, end = offsets[query], offsets[query + 1]
+        loss[query] = 0.0
         if active[query] and end - start >= 2:
             loss[query] = _query_shallow(scores, q, m, start, end, k, grad, hess, want_loss)
-    return loss
 
 
-@njit(parallel=True, cache=True)
-def listnet_kernel(scores, psi, q, m, offsets, active, k, n_samples, seed, exact_limit, grad, hess, want_loss):
-    """Any k: fill grad and hess (raw, zero-initialised) and return the per-query cross-entropy."""
-    loss = np.zeros(offsets.shape[0] - 1)
-    # the query index as int64 (prange's is unsigned): one compiled per-query function
-    for query in prange(loss.shape[0]):
-        args = (scores, psi, q, m, offsets, active, np.int64(query), k, n_samples, seed, exact_limit)
+@njit(cache=True, nogil=True)
+def listnet_kernel(q0, q1, scores, psi, q, m, offsets, active, k, n_samples, seed, exact_limit, grad, hess, want_loss,
+                   loss):
+    """Any k: fill grad and hess (raw, zero-initialised) and the per-query cross-entropy
+    ``loss`` of queries ``q0 <= query < q1``."""
+    for query in range(q0, q1):
+        args = (scores, psi, q, m, offsets, active, query, k, n_samples, seed, exact_limit)
         loss[query] = _query_deep(*args, grad, hess, want_loss)
-    return loss
 
 
 class ListNetState(NamedTuple):
@@ -444,12 +445,14 @@ class ListNet(RankingObjective):
         return ListNetState(psi, q, m, offsets, active)
 
     def _run(self, state: ListNetState, scores, grad, hess, want_loss):
+        loss = np.empty(state.offsets.size - 1)
         if self.k <= 2:
-            return listnet_shallow_kernel(scores, state.q, state.m, state.offsets, state.active, self.k, grad, hess, want_loss)
-        return listnet_kernel(
-            scores, state.psi, state.q, state.m, state.offsets, state.active, self.k, self.n_samples, self.seed,
-            self.exact_limit, grad, hess, want_loss,
-        )
+            over_queries(listnet_shallow_kernel, state.offsets, scores, state.q, state.m, state.offsets, state.active,
+                         self.k, grad, hess, want_loss, loss)
+        else:
+            over_queries(listnet_kernel, state.offsets, scores, state.psi, state.q, state.m, state.offsets, state.active,
+                         self.k, self.n_samples, self.seed, self.exact_limit, grad, hess, want_loss, loss)
+        return loss
 
 
 @legacy_arguments(positional=("k", "target"))
