@@ -48,9 +48,9 @@ def _executor() -> ThreadPoolExecutor:
 def blocks(offsets: np.ndarray, count: int) -> list[int]:
     """Query boundaries ``b`` (``b[0] = 0``, ``b[-1]`` the number of queries) splitting the
     queries into at most ``count`` contiguous blocks of about equal rows, none empty."""
-    queries = offsets.size - 1
+    # cuts strictly inside (0, rows) fall on query boundaries 0 .. queries
     cuts = np.searchsorted(offsets, np.linspace(0, offsets[-1], count + 1)[1:-1])
-    return sorted({0, queries, *np.clip(cuts, 0, queries).tolist()})
+    return sorted({0, offsets.size - 1, *cuts.tolist()})
 
 
 def over_queries(kernel: Callable[..., Any], offsets: np.ndarray, *args: Any) -> None:

@@ -325,9 +325,11 @@ def _shares(n, share_high):
 
 
 # One per-query function per family of weightings, each with its own small loop over a
-# block of queries (run on threads by gbrank._parallel), so that a call compiles only the family it uses: numba links and re-optimises a
-# callee into every caller, so one function for all weightings took three times as long to
-# compile as the constant weights alone. The helpers above are inlined in numba's IR for
+# block of queries (run on threads by gbrank._parallel), so that a call compiles only the
+# family it uses: numba links and re-optimises a callee into every caller, so one function
+# for all weightings took three times as long to compile as the constant weights alone (and
+# one loop taking the per-query function as an argument is never loaded from numba's disk
+# cache: a dispatcher-typed argument makes every process compile it again). The helpers above are inlined in numba's IR for
 # the same reason (compiled apart, each was optimised again at every level above it).
 # Each lists, for every top position i, the later positions j whose pair weighs something
 # (a branch-free compaction) and their weights, then hands them to _row; and to _row_extra

@@ -53,7 +53,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_scores
+from .._validation import check_choice, check_float, check_scores
 from ..gains import discount_values
 from ._pairwise import PairSettings
 from .propensity import ClickObjective, click_doc
@@ -72,14 +72,8 @@ class IPSRankNet(ClickObjective):
                  **settings: Any) -> None:
         # settings: those of every click objective (clip, warmup, update_every, hess_floor, hess_scale)
         super().__init__(propensity, **settings)
-        if weighting not in WEIGHTINGS:
-            raise ValueError(f"weighting must be one of {', '.join(WEIGHTINGS)}, got {weighting!r}")
-        if isinstance(sigma, bool) or not isinstance(sigma, (int, float, np.integer, np.floating)) or not (
-            np.isfinite(sigma) and sigma > 0
-        ):
-            raise ValueError(f"sigma must be a finite number > 0, got {sigma!r}")
-        self.weighting = weighting
-        self.sigma = float(sigma)
+        self.weighting = check_choice("weighting", weighting, WEIGHTINGS)
+        self.sigma = check_float("sigma", sigma, min=0.0, strict=True)
         # NDCG-Loss1's pair set: every ordered pair, weighted by the preferred row's value
         # (its clicks) times the discount at its rank (all ones for constant weights)
         self.pairs = PairSettings("ndcg_loss1", sigma=self.sigma)
