@@ -137,17 +137,18 @@ def _softmax_stats(x, start, end, skip):
 # Once per dataset and linear in its size: serial, which compiles faster than a parallel loop.
 @njit(cache=True)
 def top2_marginals(psi, offsets):
-    """Target top-1 probabilities q and top-2 inclusion probabilities m = q + Q_2, per row."""
+    """Target top-1 probabilities ``top1`` (:math:`q` of the notes) and top-2 inclusion
+    probabilities ``top2`` (:math:`m = q + Q_2`), per row."""
     n = psi.shape[0]
-    q = np.zeros(n)
-    m = np.zeros(n)
-    for k in range(offsets.shape[0] - 1):
-        start = offsets[k]
-        end = offsets[k + 1]
+    top1 = np.zeros(n)
+    top2 = np.zeros(n)
+    for query in range(offsets.shape[0] - 1):
+        start = offsets[query]
+        end = offsets[query + 1]
         if end - start < 2:
             for i in range(start, end):
-                q[i] = 1.0
-                m[i] = 1.0
+                top1[i] = 1.0
+                top2[i] = 1.0
             continue
         top = _argmax(psi, start, end)
         mx, z = _softmax_stats(psi, start, end, end)
@@ -155,20 +156,20 @@ def top2_marginals(psi, offsets):
         r = 0.0
         for i in range(start, end):
             e = math.exp(psi[i] - mx)
-            q[i] = e / z
+            top1[i] = e / z
             if i != top:
-                r += q[i] * z / (z - e)
+                r += top1[i] * z / (z - e)
         for i in range(start, end):
             if i == top:
-                m[i] = q[i] + q[i] * r
+                top2[i] = top1[i] + top1[i] * r
             else:
                 e = math.exp(psi[i] - mx)
-                m[i] = q[i] + q[i] * (r - q[i] * z / (z - e)) + q[top] * math.exp(psi[i] - mx2) / z2
-    return q, m
+                top2[i] = top1[i] + top1[i] * (r - top1[i] * z / (z - e)) + top1[top] * math.exp(psi[i] - mx2) / z2
+    return top1, top2
 
 
 @njit(cache=True)
-def _top1(s, q, start, end, grad, hess, want_loss):
+def _top1(s, top1, start, end, grad, hess, want_loss):
     mx = -np.inf
     for i in range(start, end):
         mx = max(mx, s[i])
@@ -182,15 +183,15 @@ def _top1(s, q, start, end, grad, hess, want_loss):
     loss = 0.0
     for i in range(start, end):
         p = grad[i] / z
-        grad[i] = p - q[i]
+        grad[i] = p - top1[i]
         hess[i] = p * (1.0 - p)
-        if want_loss and q[i] > 0.0:
-            loss += q[i] * (lse - s[i])
+        if want_loss and top1[i] > 0.0:
+            loss += top1[i] * (lse - s[i])
     return loss
 
 
 @njit(cache=True)
-def _top2(s, q, m, start, end, grad, hess, want_loss):
+def _top2(s, top1, top2, start, end, grad, hess, want_loss):
     top = _argmax(s, start, end)
     mx = s[top]
     # grad holds exp(s - max) until the sums are known
@@ -208,17 +209,17 @@ def _top2(s, q, m, start, end, grad, hess, want_loss):
     for i in range(start, end):
         if i != top:
             rho = z / (z - grad[i])
-            a += q[i] * rho
-            c += q[i] * rho * rho
-            if want_loss and q[i] > 0.0:
-                loss += q[i] * math.log((z - grad[i]) / z)
-    q_top = q[top]
+            a += top1[i] * rho
+            c += top1[i] * rho * rho
+            if want_loss and top1[i] > 0.0:
+                loss += top1[i] * math.log((z - grad[i]) / z)
+    top1_top = top1[top]
     if want_loss:
-        if q_top > 0.0:
-            loss += q_top * (mx2 + math.log(z2) - lse)
+        if top1_top > 0.0:
+            loss += top1_top * (mx2 + math.log(z2) - lse)
         for i in range(start, end):
-            if m[i] > 0.0:
-                loss += m[i] * (lse - s[i])
+            if top2[i] > 0.0:
+                loss += top2[i] * (lse - s[i])
     for i in range(start, end):
         e = grad[i]
         p = e / z
@@ -228,9 +229,9 @@ def _top2(s, q, m, start, end, grad, hess, want_loss):
         else:
             rho = z / (z - e)
             pi_top = math.exp(s[i] - mx2) / z2
-            t1 = p * (a - q[i] * rho) + q_top * pi_top
-            t2 = p * p * (c - q[i] * rho * rho) + q_top * pi_top * pi_top
-        grad[i] = p - m[i] + t1
+            t1 = p * (a - top1[i] * rho) + top1_top * pi_top
+            t2 = p * p * (c - top1[i] * rho * rho) + top1_top * pi_top * pi_top
+        grad[i] = p - top2[i] + t1
         h = p * (1.0 - p) + t1 - t2
         hess[i] = h if h > 0.0 else 0.0
     return loss
@@ -361,15 +362,16 @@ def _sampled(s, psi, start, end, k, n_samples, seed, query, grad, hess, want_los
 
 
 @njit(cache=True)
-def _query_shallow(scores, q, m, start, end, k, grad, hess, want_loss):
+def _query_shallow(scores, top1, top2, start, end, k, grad, hess, want_loss):
     """One query of at least two documents for k <= 2."""
     if k == 1 or end - start == 2:
-        return _top1(scores, q, start, end, grad, hess, want_loss)
-    return _top2(scores, q, m, start, end, grad, hess, want_loss)
+        return _top1(scores, top1, start, end, grad, hess, want_loss)
+    return _top2(scores, top1, top2, start, end, grad, hess, want_loss)
 
 
 @njit(cache=True)
-def _query_deep(scores, psi, q, m, offsets, active, query, k, n_samples, seed, exact_limit, grad, hess, want_loss):
+def _query_deep(scores, psi, top1, top2, offsets, active, query, k, n_samples, seed, exact_limit, grad, hess,
+                want_loss):
     """One query for k >= 3 (nothing for an inactive query or a single document)."""
     start = offsets[query]
     end = offsets[query + 1]
@@ -378,7 +380,7 @@ def _query_deep(scores, psi, q, m, offsets, active, query, k, n_samples, seed, e
         return 0.0
     kk = min(k, n - 1)
     if kk <= 2:
-        return _query_shallow(scores, q, m, start, end, kk, grad, hess, want_loss)
+        return _query_shallow(scores, top1, top2, start, end, kk, grad, hess, want_loss)
     if _tree_size(n, kk, exact_limit) <= exact_limit:
         return _exact(scores, psi, start, end, kk, grad, hess, want_loss)
     return _sampled(scores, psi, start, end, kk, n_samples, seed, query, grad, hess, want_loss)
@@ -387,23 +389,23 @@ def _query_deep(scores, psi, q, m, offsets, active, query, k, n_samples, seed, e
 # Two kernels, so that the common k <= 2 compiles neither the enumeration nor the sampling;
 # each runs a block of queries (gbrank._parallel).
 @njit(cache=True, nogil=True)
-def listnet_shallow_kernel(q0, q1, scores, q, m, offsets, active, k, grad, hess, want_loss, loss):
+def listnet_shallow_kernel(q0, q1, scores, top1, top2, offsets, active, k, grad, hess, want_loss, loss):
     """k <= 2: fill grad and hess (raw, zero-initialised) and the per-query cross-entropy
     ``loss`` of queries ``q0 <= query < q1``."""
     for query in range(q0, q1):
         start, end = offsets[query], offsets[query + 1]
         loss[query] = 0.0
         if active[query] and end - start >= 2:
-            loss[query] = _query_shallow(scores, q, m, start, end, k, grad, hess, want_loss)
+            loss[query] = _query_shallow(scores, top1, top2, start, end, k, grad, hess, want_loss)
 
 
 @njit(cache=True, nogil=True)
-def listnet_kernel(q0, q1, scores, psi, q, m, offsets, active, k, n_samples, seed, exact_limit, grad, hess, want_loss,
-                   loss):
+def listnet_kernel(q0, q1, scores, psi, top1, top2, offsets, active, k, n_samples, seed, exact_limit, grad, hess,
+                   want_loss, loss):
     """Any k: fill grad and hess (raw, zero-initialised) and the per-query cross-entropy
     ``loss`` of queries ``q0 <= query < q1``."""
     for query in range(q0, q1):
-        args = (scores, psi, q, m, offsets, active, query, k, n_samples, seed, exact_limit)
+        args = (scores, psi, top1, top2, offsets, active, query, k, n_samples, seed, exact_limit)
         loss[query] = _query_deep(*args, grad, hess, want_loss)
 
 
@@ -411,8 +413,8 @@ class ListNetState(NamedTuple):
     """Per-dataset arrays of :class:`ListNet`: targets, their top-1 and top-2 marginals."""
 
     psi: np.ndarray
-    q: np.ndarray
-    m: np.ndarray
+    top1: np.ndarray
+    top2: np.ndarray
     offsets: np.ndarray
     active: np.ndarray
 
@@ -441,17 +443,17 @@ class ListNet(RankingObjective):
     def _prepare(self, labels, offsets):
         psi, informative = target_scores(labels, offsets, self.target, self.target_k)
         active = informative if self.ignore_all_equal else np.ones_like(informative)
-        q, m = top2_marginals(psi, offsets)
-        return ListNetState(psi, q, m, offsets, active)
+        top1, top2 = top2_marginals(psi, offsets)
+        return ListNetState(psi, top1, top2, offsets, active)
 
     def _run(self, state: ListNetState, scores, grad, hess, want_loss):
         loss = np.empty(state.offsets.size - 1)
         if self.k <= 2:
-            over_queries(listnet_shallow_kernel, state.offsets, scores, state.q, state.m, state.offsets, state.active,
-                         self.k, grad, hess, want_loss, loss)
+            over_queries(listnet_shallow_kernel, state.offsets, scores, state.top1, state.top2, state.offsets,
+                         state.active, self.k, grad, hess, want_loss, loss)
         else:
-            over_queries(listnet_kernel, state.offsets, scores, state.psi, state.q, state.m, state.offsets, state.active,
-                         self.k, self.n_samples, self.seed, self.exact_limit, grad, hess, want_loss, loss)
+            over_queries(listnet_kernel, state.offsets, scores, state.psi, state.top1, state.top2, state.offsets,
+                         state.active, self.k, self.n_samples, self.seed, self.exact_limit, grad, hess, want_loss, loss)
         return loss
 
 
