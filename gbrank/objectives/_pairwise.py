@@ -125,45 +125,45 @@ _WIDEST = 700.0
 
 
 @njit(cache=True, inline="always")
-def _rank_order(ref, lo, n, f, ix):
+def _rank_order(ref, lo, n, scratch, iscratch):
     """Sort rows ``lo:lo+n`` by descending ``ref``, ties in row order: returns the sorted
-    values and the local indices (rows of ``f`` and ``ix``, the sort's buffers)."""
-    return sort_desc(ref, lo, n, f[_R], ix[0], f[_R2], ix[1])
+    values and the local indices (rows of ``scratch`` and ``iscratch``, the sort's buffers)."""
+    return sort_desc(ref, lo, n, scratch[_R], iscratch[0], scratch[_R2], iscratch[1])
 
 
 @njit(cache=True, inline="always")
-def _gather(scores, ref, values, high, low, lo, n, ip):
-    """The query sorted by ``ref``: the float scratch ``f`` (rows ``_S`` ...), the sorted
-    reference scores ``r``, local indices ``idx``, a buffer ``js`` for the pair lists, and
-    ``m``, the number of top positions whose pairs count (the outer loop's range)."""
-    f = np.empty((11, n))
-    ix = np.empty((3, n), dtype=np.int64)
-    r, idx = _rank_order(ref, lo, n, f, ix)
-    s = f[_S]
-    v = f[_V]
-    a = f[_A]
-    b = f[_B]
+def _gather(scores, ref, values, high, low, lo, n, isettings):
+    """The query sorted by ``ref``: its float ``scratch`` (rows ``_S`` ...), the sorted
+    reference scores ``ranked``, local indices ``order``, a buffer ``later`` for the pair lists, and
+    ``tops``, the number of top positions whose pairs count (the outer loop's range)."""
+    scratch = np.empty((11, n))
+    iscratch = np.empty((3, n), dtype=np.int64)
+    ranked, order = _rank_order(ref, lo, n, scratch, iscratch)
+    s = scratch[_S]
+    v = scratch[_V]
+    a = scratch[_A]
+    b = scratch[_B]
     for t in range(n):
-        row = lo + idx[t]
+        row = lo + order[t]
         s[t] = scores[row]
         v[t] = values[row]
         a[t] = high[row] if high.size else 1.0
         b[t] = low[row] if low.size else 1.0
-        f[_G, t] = 0.0
-        f[_H, t] = 0.0
-    trunc = ip[TRUNC]
-    m = n - 1
+        scratch[_G, t] = 0.0
+        scratch[_H, t] = 0.0
+    trunc = isettings[TRUNC]
+    tops = n - 1
     if 0 < trunc < n:
-        m = trunc
-        if ip[TOP_TIES]:
-            while m < n and r[m] == r[trunc - 1]:
-                m += 1
-        m = min(m, n - 1)
-    return f, r, idx, ix[2], m
+        tops = trunc
+        if isettings[TOP_TIES]:
+            while tops < n and ranked[tops] == ranked[trunc - 1]:
+                tops += 1
+        tops = min(tops, n - 1)
+    return scratch, ranked, order, iscratch[2], tops
 
 
 @njit(cache=True, inline="always")
-def _options(f, r, ip, fp):
+def _options(scratch, ranked, isettings, fsettings):
     """The per-query constants of :func:`_row`, read once (not per pair) from the settings;
     ``gap``: divide by the score gap (LightGBM's norm, unless all scores are equal).
 
@@ -172,8 +172,8 @@ def _options(f, r, ip, fp):
     or vanish): the logistic of a pair is then a ratio of two of them, one exponential per
     document instead of one per pair.
     """
-    s = f[_S]
-    sigma = fp[SIGMA]
+    s = scratch[_S]
+    sigma = fsettings[SIGMA]
     top = s[0]
     bottom = s[0]
     for t in range(s.size):
@@ -182,24 +182,25 @@ def _options(f, r, ip, fp):
     wide = not sigma * (top - bottom) <= _WIDEST
     if not wide:
         for t in range(s.size):
-            f[_E, t] = math.exp(sigma * (s[t] - top))
-    norm = ip[NORM] != 0
-    return norm and r[0] != r[r.size - 1], norm, ip[SAME] != 0, ip[WANT_LOSS] != 0, sigma, fp[C], wide
+            scratch[_E, t] = math.exp(sigma * (s[t] - top))
+    norm = isettings[NORM] != 0
+    gap = norm and ranked[0] != ranked[ranked.size - 1]
+    return gap, norm, isettings[SAME] != 0, isettings[WANT_LOSS] != 0, sigma, fsettings[C], wide
 
 
 @njit(cache=True, inline="always")
-def _row_view(i, f, r):
+def _row_view(i, scratch, ranked):
     """The rows of the scratch a pair loop reads, and position ``i``'s own values."""
-    s = f[_S]
-    a = f[_A]
-    b = f[_B]
-    return s, a, b, f[_WF], f[_WB], s[i], r[i], a[i], b[i]
+    s = scratch[_S]
+    a = scratch[_A]
+    b = scratch[_B]
+    return s, a, b, scratch[_WF], scratch[_WB], s[i], ranked[i], a[i], b[i]
 
 
 @njit(cache=True, inline="always")
-def _row(i, cnt, js, f, r, opts):
+def _row(i, cnt, later, scratch, ranked, consts):
     """Add the pairs of sorted position ``i`` with the ``cnt`` later positions listed in
-    ``js``, weighted ``f[_WF, j]`` (i preferred) and ``f[_WB, j]`` (j preferred), to the
+    ``later``, weighted ``scratch[_WF, j]`` (i preferred) and ``scratch[_WB, j]`` (j preferred), to the
     gradient and hessian sums; return the row's share of the norm's sum of lambdas.
 
     Both directions share one division: :math:`\\rho_{ij} = 1/(1 + e^{z})` with :math:`z =
@@ -209,17 +210,17 @@ def _row(i, cnt, js, f, r, opts):
     in the order the sign of z says. No branch depends on the pair, so the loop runs without
     mispredictions.
     """
-    gap, norm, same, want_loss, sigma, c, wide = opts
-    s, a, b, wf, wb, si, ri, ai, bi = _row_view(i, f, r)
-    g = f[_G]
-    h = f[_H]
-    ex = f[_E]
+    gap, norm, same, want_loss, sigma, c, wide = consts
+    s, a, b, wf, wb, si, ri, ai, bi = _row_view(i, scratch, ranked)
+    g = scratch[_G]
+    h = scratch[_H]
+    ex = scratch[_E]
     ei = ex[i]
     gsum = 0.0
     hsum = 0.0
     lam = 0.0
     for k in range(cnt):
-        j = js[k]
+        j = later[k]
         wij = c * wf[j] * ai * b[j]
         wji = c * wb[j] * a[j] * bi
         if wide:
@@ -232,7 +233,7 @@ def _row(i, cnt, js, f, r, opts):
             down = ei
         # one division for the norm's 1 / (0.01 + |r_i - r_j|) and the logistic's; a gap
         # past 1e300 (beyond the floats for extreme scores) weighs as 1e300, not 0 * inf
-        spread = min(NORM_EPS + abs(ri - r[j]), 1e300) if gap else 1.0
+        spread = min(NORM_EPS + abs(ri - ranked[j]), 1e300) if gap else 1.0
         inv = 1.0 / (spread * (up + down))
         rij = up * inv
         rji = down * inv
@@ -249,18 +250,18 @@ def _row(i, cnt, js, f, r, opts):
 
 
 @njit(cache=True, inline="always")
-def _row_extra(i, cnt, js, f, r, sh, opts, lam):
+def _row_extra(i, cnt, later, scratch, ranked, shares, consts, lam):
     """What only a loss call or a call with reference scores needs of the row: the norm's
     lambdas at the reference scores (replacing ``lam``), the loss and its shares."""
-    gap, norm, same, want_loss, sigma, c, wide = opts
-    s, a, b, wf, wb, si, ri, ai, bi = _row_view(i, f, r)
+    gap, norm, same, want_loss, sigma, c, wide = consts
+    s, a, b, wf, wb, si, ri, ai, bi = _row_view(i, scratch, ranked)
     if norm and not same:
         # the norm's lambdas are frozen at the reference scores
         lam = 0.0
         for k in range(cnt):
-            j = js[k]
-            sc = c / (NORM_EPS + abs(ri - r[j])) if gap else c
-            z = sigma * (ri - r[j])
+            j = later[k]
+            sc = c / (NORM_EPS + abs(ri - ranked[j])) if gap else c
+            z = sigma * (ri - ranked[j])
             e = math.exp(-abs(z))
             inv = 1.0 / (1.0 + e)
             lam += 2.0 * sigma * sc * (wf[j] * ai * b[j] * (inv if z <= 0.0 else e * inv)
@@ -268,60 +269,60 @@ def _row_extra(i, cnt, js, f, r, sh, opts, lam):
     loss = 0.0
     if want_loss:
         for k in range(cnt):
-            j = js[k]
-            sc = c / (NORM_EPS + abs(ri - r[j])) if gap else c
+            j = later[k]
+            sc = c / (NORM_EPS + abs(ri - ranked[j])) if gap else c
             z = sigma * (si - s[j])
             soft = math.log1p(math.exp(-abs(z)))
             # a direction of zero weight is no pair: its softplus may overflow (0 * inf)
             if sc * wf[j] * ai * b[j] != 0.0:
                 up = sc * wf[j] * (max(-z, 0.0) + soft)
                 loss += up * ai * b[j]
-                if sh.shape[1] > 1:
-                    sh[0, i] += up * b[j]
-                    sh[1, j] += up * ai
+                if shares.shape[1] > 1:
+                    shares[0, i] += up * b[j]
+                    shares[1, j] += up * ai
             if sc * wb[j] * a[j] * bi != 0.0:
                 down = sc * wb[j] * (max(z, 0.0) + soft)
                 loss += down * a[j] * bi
-                if sh.shape[1] > 1:
-                    sh[0, j] += down * bi
-                    sh[1, i] += down * a[j]
+                if shares.shape[1] > 1:
+                    shares[0, j] += down * bi
+                    shares[1, i] += down * a[j]
     return lam, loss
 
 
 @njit(cache=True, inline="always")
-def _keep(j, w, up, wf, wb, js, cnt):
+def _keep(j, w, up, wf, wb, later, cnt):
     """List later position ``j`` for the current row when its pair weighs ``w != 0``
     (without a branch), ``up`` when the current row is the preferred one."""
     wf[j] = w if up else 0.0
     wb[j] = 0.0 if up else w
-    js[cnt] = j
+    later[cnt] = j
     return cnt + (w != 0.0)
 
 
 @njit(cache=True, inline="always")
-def _finish(idx, lo, f, sh, total, loss, ip, grad, hess, share_high, share_low):
+def _finish(order, lo, scratch, shares, total, loss, isettings, grad, hess, share_high, share_low):
     """Scatter one query's sums back to its rows (LightGBM's norm factor applied); its loss."""
     factor = 1.0
-    if ip[NORM] and total > 0.0:
+    if isettings[NORM] and total > 0.0:
         factor = math.log2(1.0 + total) / total
-    for t in range(idx.size):
-        row = lo + idx[t]
-        grad[row] = f[_G, t] * factor
-        hess[row] = f[_H, t] * factor
+    for t in range(order.size):
+        row = lo + order[t]
+        grad[row] = scratch[_G, t] * factor
+        hess[row] = scratch[_H, t] * factor
         if share_high.size:
-            share_high[row] = sh[0, t] * factor
-            share_low[row] = sh[1, t] * factor
+            share_high[row] = shares[0, t] * factor
+            share_low[row] = shares[1, t] * factor
     return loss * factor
 
 
 @njit(cache=True, inline="always")
 def _shares(n, share_high):
     # np.empty and a loop: every other numpy constructor is one more implementation to compile
-    sh = np.empty((2, n if share_high.size else 1))
+    shares = np.empty((2, n if share_high.size else 1))
     for k in range(2):
-        for t in range(sh.shape[1]):
-            sh[k, t] = 0.0
-    return sh
+        for t in range(shares.shape[1]):
+            shares[k, t] = 0.0
+    return shares
 
 
 # One per-query function per family of weightings, each with its own small loop over a
@@ -329,121 +330,134 @@ def _shares(n, share_high):
 # family it uses: numba links and re-optimises a callee into every caller, so one function
 # for all weightings took three times as long to compile as the constant weights alone (and
 # one loop taking the per-query function as an argument is never loaded from numba's disk
-# cache: a dispatcher-typed argument makes every process compile it again). The helpers above are inlined in numba's IR for
-# the same reason (compiled apart, each was optimised again at every level above it).
+# cache: a dispatcher-typed argument makes every process compile it again). The helpers
+# above are inlined in numba's IR for the same reason (compiled apart, each was optimised
+# again at every level above it). Generating the four from one definition (a factory whose
+# closure holds the family's number, which numba prunes on and its cache keeps apart)
+# compiled and cached as fast, but its calls ran 5-12% slower on 37k-300k rows, so they
+# stay written out.
 # Each lists, for every top position i, the later positions j whose pair weighs something
 # (a branch-free compaction) and their weights, then hands them to _row; and to _row_extra
 # unless ``extra`` is None, a test numba prunes by the argument's type (written in each query
 # function: behind an inlined helper the pruned code still took 0.4 s more to compile).
+# Names: ``isettings``/``fsettings`` the integer and float settings (MODE ..., MU ...);
+# ``scratch`` the query's float rows (_S ...) in ranked order; ``ranked`` its reference scores
+# in ranked order and ``order`` the local row of each ranked position; ``later`` the listed
+# later positions of the current top position; ``tops`` the number of top positions whose
+# pairs count; ``shares`` the loss shares being summed.
 
 
 @njit(cache=True, nogil=True)
-def _query_constant(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra):
+def _query_constant(scores, ref, values, high, low, lo, hi, inv_norm, discount, isettings, fsettings,
+                    grad, hess, share_high, share_low, extra):
     """Constant weights (times the factors): RankNet, W-RankNet."""
     n = hi - lo
     if n < 2:
         return 0.0
-    f, r, idx, js, m = _gather(scores, ref, values, high, low, lo, n, ip)
-    sh = _shares(n, share_high)
-    opts = _options(f, r, ip, fp)
-    v = f[_V]
-    wf = f[_WF]
-    wb = f[_WB]
+    scratch, ranked, order, later, tops = _gather(scores, ref, values, high, low, lo, n, isettings)
+    shares = _shares(n, share_high)
+    consts = _options(scratch, ranked, isettings, fsettings)
+    v = scratch[_V]
+    wf = scratch[_WF]
+    wb = scratch[_WB]
     total = 0.0
     loss = 0.0
-    for i in range(m):
+    for i in range(tops):
         vi = v[i]
         cnt = 0
         for j in range(i + 1, n):
-            cnt = _keep(j, inv_norm if vi != v[j] else 0.0, vi > v[j], wf, wb, js, cnt)
-        lam = _row(i, cnt, js, f, r, opts)
+            cnt = _keep(j, inv_norm if vi != v[j] else 0.0, vi > v[j], wf, wb, later, cnt)
+        lam = _row(i, cnt, later, scratch, ranked, consts)
         if extra is not None:
-            lam, part = _row_extra(i, cnt, js, f, r, sh, opts, lam)
+            lam, part = _row_extra(i, cnt, later, scratch, ranked, shares, consts, lam)
             loss += part
         total += lam
-    return _finish(idx, lo, f, sh, total, loss, ip, grad, hess, share_high, share_low)
+    return _finish(order, lo, scratch, shares, total, loss, isettings, grad, hess, share_high, share_low)
 
 
 @njit(cache=True, nogil=True)
-def _query_discount(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra):
+def _query_discount(scores, ref, values, high, low, lo, hi, inv_norm, discount, isettings, fsettings,
+                    grad, hess, share_high, share_low, extra):
     """Weights from the discounts of the two ranks: LambdaRank's NDCG, NDCG-Loss2, -Loss2++."""
     n = hi - lo
     if n < 2:
         return 0.0
-    f, r, idx, js, m = _gather(scores, ref, values, high, low, lo, n, ip)
-    sh = _shares(n, share_high)
-    opts = _options(f, r, ip, fp)
-    mode = ip[MODE]
+    scratch, ranked, order, later, tops = _gather(scores, ref, values, high, low, lo, n, isettings)
+    shares = _shares(n, share_high)
+    consts = _options(scratch, ranked, isettings, fsettings)
+    mode = isettings[MODE]
     # w = gap * (on_swap * swap + on_delta * delta): exactly gap * swap, gap * delta or
     # gap * (swap + mu * delta), without a branch in the loop
     on_swap = 0.0 if mode == LOSS2 else 1.0
-    on_delta = 0.0 if mode == NDCG else (1.0 if mode == LOSS2 else fp[MU])
-    v = f[_V]
-    wf = f[_WF]
-    wb = f[_WB]
+    on_delta = 0.0 if mode == NDCG else (1.0 if mode == LOSS2 else fsettings[MU])
+    v = scratch[_V]
+    wf = scratch[_WF]
+    wb = scratch[_WB]
     total = 0.0
     loss = 0.0
-    for i in range(m):
+    for i in range(tops):
         vi = v[i]
-        di = disc[i]
+        di = discount[i]
         cnt = 0
         for j in range(i + 1, n):
             gap = abs(vi - v[j]) * inv_norm
-            w = gap * (on_swap * abs(di - disc[j]) + on_delta * abs(disc[j - i - 1] - disc[j - i]))
-            cnt = _keep(j, w, vi > v[j], wf, wb, js, cnt)
-        lam = _row(i, cnt, js, f, r, opts)
+            w = gap * (on_swap * abs(di - discount[j]) + on_delta * abs(discount[j - i - 1] - discount[j - i]))
+            cnt = _keep(j, w, vi > v[j], wf, wb, later, cnt)
+        lam = _row(i, cnt, later, scratch, ranked, consts)
         if extra is not None:
-            lam, part = _row_extra(i, cnt, js, f, r, sh, opts, lam)
+            lam, part = _row_extra(i, cnt, later, scratch, ranked, shares, consts, lam)
             loss += part
         total += lam
-    return _finish(idx, lo, f, sh, total, loss, ip, grad, hess, share_high, share_low)
+    return _finish(order, lo, scratch, shares, total, loss, isettings, grad, hess, share_high, share_low)
 
 
 @njit(cache=True, nogil=True)
-def _query_loss1(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra):
+def _query_loss1(scores, ref, values, high, low, lo, hi, inv_norm, discount, isettings, fsettings,
+                 grad, hess, share_high, share_low, extra):
     """NDCG-Loss1: every ordered pair, weighted by the preferred document's gain times discount."""
     n = hi - lo
     if n < 2:
         return 0.0
-    f, r, idx, js, m = _gather(scores, ref, values, high, low, lo, n, ip)
-    sh = _shares(n, share_high)
-    opts = _options(f, r, ip, fp)
-    v = f[_V]
-    wf = f[_WF]
-    wb = f[_WB]
+    scratch, ranked, order, later, tops = _gather(scores, ref, values, high, low, lo, n, isettings)
+    shares = _shares(n, share_high)
+    consts = _options(scratch, ranked, isettings, fsettings)
+    v = scratch[_V]
+    wf = scratch[_WF]
+    wb = scratch[_WB]
     total = 0.0
     loss = 0.0
-    for i in range(m):
-        wi = v[i] * disc[i] * inv_norm
+    for i in range(tops):
+        wi = v[i] * discount[i] * inv_norm
         cnt = 0
         for j in range(i + 1, n):
-            wj = v[j] * disc[j] * inv_norm
+            wj = v[j] * discount[j] * inv_norm
             wf[j] = wi
             wb[j] = wj
-            js[cnt] = j
+            later[cnt] = j
             cnt += (wi != 0.0) | (wj != 0.0)
-        lam = _row(i, cnt, js, f, r, opts)
+        lam = _row(i, cnt, later, scratch, ranked, consts)
         if extra is not None:
-            lam, part = _row_extra(i, cnt, js, f, r, sh, opts, lam)
+            lam, part = _row_extra(i, cnt, later, scratch, ranked, shares, consts, lam)
             loss += part
         total += lam
-    return _finish(idx, lo, f, sh, total, loss, ip, grad, hess, share_high, share_low)
+    return _finish(order, lo, scratch, shares, total, loss, isettings, grad, hess, share_high, share_low)
 
 
 @njit(cache=True, nogil=True)
-def _query_measure(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra):
+def _query_measure(scores, ref, values, high, low, lo, hi, inv_norm, discount, isettings, fsettings,
+                   grad, hess, share_high, share_low, extra):
     """|change of AP, RR or ERR| when the pair swaps, O(1) per pair (see the module notes)."""
     n = hi - lo
     if n < 2:
         return 0.0
-    f, r, idx, js, m = _gather(scores, ref, values, high, low, lo, n, ip)
-    sh = _shares(n, share_high)
-    opts = _options(f, r, ip, fp)
-    mode = ip[MODE]
-    kcut = ip[KCUT]
-    v = f[_V]
-    wf = f[_WF]
-    wb = f[_WB]
+    scratch, ranked, order, later, tops = _gather(scores, ref, values, high, low, lo, n, isettings)
+    shares = _shares(n, share_high)
+    consts = _options(scratch, ranked, isettings, fsettings)
+    mode = isettings[MODE]
+    kcut = isettings[KCUT]
+    v = scratch[_V]
+    wf = scratch[_WF]
+    wb = scratch[_WB]
     # rank weights 1/r within the cut-off; AP's hits and prefix sums of rel/r; RR's first two
     # relevant positions; ERR's probability of reaching each rank
     rw = np.empty(n + 1)
@@ -471,7 +485,7 @@ def _query_measure(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, f
         p *= 1.0 - v[t]
     total = 0.0
     loss = 0.0
-    for i in range(m):
+    for i in range(tops):
         # ERR: running sum over i < t < j of rw_t R_t prod_{i<u<t} (1 - R_u), and that product
         err_acc = 0.0
         err_prod = 1.0
@@ -496,41 +510,45 @@ def _query_measure(scores, ref, values, high, low, lo, hi, inv_norm, disc, ip, f
             if mode == ERR:
                 err_acc += rw[j] * v[j] * err_prod
                 err_prod *= 1.0 - v[j]
-            cnt = _keep(j, w, v[i] > v[j], wf, wb, js, cnt)
-        lam = _row(i, cnt, js, f, r, opts)
+            cnt = _keep(j, w, v[i] > v[j], wf, wb, later, cnt)
+        lam = _row(i, cnt, later, scratch, ranked, consts)
         if extra is not None:
-            lam, part = _row_extra(i, cnt, js, f, r, sh, opts, lam)
+            lam, part = _row_extra(i, cnt, later, scratch, ranked, shares, consts, lam)
             loss += part
         total += lam
-    return _finish(idx, lo, f, sh, total, loss, ip, grad, hess, share_high, share_low)
+    return _finish(order, lo, scratch, shares, total, loss, isettings, grad, hess, share_high, share_low)
 
 
 @njit(cache=True, nogil=True)
-def _kernel_constant(q0, q1, scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra, loss):
+def _kernel_constant(q0, q1, scores, ref, values, high, low, offsets, inv_norm, discount, isettings, fsettings,
+                     grad, hess, share_high, share_low, extra, loss):
     for q in range(q0, q1):
-        loss[q] = _query_constant(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], disc,
-                               ip, fp, grad, hess, share_high, share_low, extra)
+        loss[q] = _query_constant(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], discount,
+                               isettings, fsettings, grad, hess, share_high, share_low, extra)
 
 
 @njit(cache=True, nogil=True)
-def _kernel_discount(q0, q1, scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra, loss):
+def _kernel_discount(q0, q1, scores, ref, values, high, low, offsets, inv_norm, discount, isettings, fsettings,
+                     grad, hess, share_high, share_low, extra, loss):
     for q in range(q0, q1):
-        loss[q] = _query_discount(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], disc,
-                               ip, fp, grad, hess, share_high, share_low, extra)
+        loss[q] = _query_discount(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], discount,
+                               isettings, fsettings, grad, hess, share_high, share_low, extra)
 
 
 @njit(cache=True, nogil=True)
-def _kernel_loss1(q0, q1, scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra, loss):
+def _kernel_loss1(q0, q1, scores, ref, values, high, low, offsets, inv_norm, discount, isettings, fsettings,
+                  grad, hess, share_high, share_low, extra, loss):
     for q in range(q0, q1):
-        loss[q] = _query_loss1(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], disc,
-                               ip, fp, grad, hess, share_high, share_low, extra)
+        loss[q] = _query_loss1(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], discount,
+                               isettings, fsettings, grad, hess, share_high, share_low, extra)
 
 
 @njit(cache=True, nogil=True)
-def _kernel_measure(q0, q1, scores, ref, values, high, low, offsets, inv_norm, disc, ip, fp, grad, hess, share_high, share_low, extra, loss):
+def _kernel_measure(q0, q1, scores, ref, values, high, low, offsets, inv_norm, discount, isettings, fsettings,
+                    grad, hess, share_high, share_low, extra, loss):
     for q in range(q0, q1):
-        loss[q] = _query_measure(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], disc,
-                               ip, fp, grad, hess, share_high, share_low, extra)
+        loss[q] = _query_measure(scores, ref, values, high, low, offsets[q], offsets[q + 1], inv_norm[q], discount,
+                               isettings, fsettings, grad, hess, share_high, share_low, extra)
 
 
 def _kernel_of(mode):
