@@ -63,7 +63,7 @@ def test_every_query_runs_once(threads):
     previous = numba.get_num_threads()
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     try:
-        over_queries(_query_sums, offsets, values, offsets, out, seen)
+        over_queries(_query_sums, offsets, values, offsets, out, seen, min_rows=1)
     finally:
         numba.set_num_threads(previous)
     np.testing.assert_array_equal(seen, 1)
@@ -103,15 +103,47 @@ def test_no_more_threads_than_numba_allows():
     previous = numba.get_num_threads()
     numba.set_num_threads(2)
     try:
-        over_queries(kernel, _offsets([2] * 40))
+        over_queries(kernel, _offsets([2] * 40), min_rows=1)
     finally:
         numba.set_num_threads(previous)
     assert max(peak) <= 2
 
 
+@pytest.mark.parametrize("sizes, min_rows, expected", [
+    ([3, 4, 5], 1, 2),          # a thread per row allowed: numba's 2
+    ([3, 4, 5], 7, 1),          # 12 rows, 7 per thread: the caller alone
+    ([3, 4, 5], 6, 2),
+    ([3, 4, 5], 100, 1),
+    ([3000] * 4, None, 2),      # the default, 4096 rows per thread
+    ([1000] * 4, None, 1),
+])
+def test_threads_come_from_the_rows(sizes, min_rows, expected):
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one thread only")
+    threads = set()
+    lock = threading.Lock()
+
+    def kernel(q0, q1):
+        with lock:
+            threads.add(threading.current_thread())
+        # long enough that a second thread, when there is one, takes a block
+        threading.Event().wait(0.01)
+
+    previous = numba.get_num_threads()
+    numba.set_num_threads(2)
+    try:
+        extra = {} if min_rows is None else {"min_rows": min_rows}
+        over_queries(kernel, _offsets(sizes), **extra)
+    finally:
+        numba.set_num_threads(previous)
+    assert len(threads) == expected
+    if expected == 1:
+        assert threads == {threading.current_thread()}
+
+
 def test_a_failing_block_raises_in_the_caller():
     with pytest.raises(ValueError, match="query failed"):
-        over_queries(_fails_on, _offsets([2] * 50), 37)
+        over_queries(_fails_on, _offsets([2] * 50), 37, min_rows=1)
 
 
 def test_no_queries():
