@@ -29,10 +29,12 @@ the per-turn ratios, so a drift of the machine's load between turns cancels. Eac
 objective is also timed alone, called as the engine calls it on the same data and scores,
 and "inside / alone" is its median time per call inside training over that. A training with
 fixed gradients from a Python function ("fixed") gives the engine's own cost of an iteration
-with a custom objective. The load average is printed with each size. It writes
+with a custom objective. The load average (and ``OMP_WAIT_POLICY``) is printed with each size:
+on a machine shared with other work the engines' spinning OpenMP threads make every figure
+meaningless unless ``OMP_WAIT_POLICY=passive`` (see docs/benchmarks.md). It writes
 ``sizes.csv`` and ``sizes.png`` (ratio against rows) into ``--out``.
 
-    python benchmarks/bench_objectives.py --sizes            # all sizes, under 10 minutes
+    python benchmarks/bench_objectives.py --sizes            # all sizes: about 10 minutes (see below)
     python benchmarks/bench_objectives.py --sizes --quick    # 40k and 120k rows only
 """
 
@@ -232,7 +234,8 @@ def _measure_size(rows, docs, args, engines):
     load = os.getloadavg()
     print(f"\n{n:,} rows, {data.group.size:,} queries of about {docs} documents, {args.features} features; "
           f"{rounds} rounds, {args.threads} threads, {args.repeats} turns; "
-          f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}", flush=True)
+          f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
+          f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'unset')}", flush=True)
     dsets = {}
     if "lightgbm" in engines:
         import lightgbm as lgb
@@ -318,14 +321,22 @@ def _plot(rows, path):
     fig.savefig(path, dpi=110)
 
 
+def _thousands(rows):
+    return f"{rows / 1000:.0f}k" if rows >= 10_000 else f"{rows / 1000:.1f}k"
+
+
 def run_sizes(args):
     rows_list = QUICK_ROWS if args.quick else SIZES_ROWS
+    if args.rows:
+        rows_list = tuple(int(r) for r in args.rows.split(","))
     engines = {"lgb": ("lightgbm",), "xgb": ("xgboost",), "both": ("lightgbm", "xgboost")}[args.engines]
     start = time.perf_counter()
     rows = []
     for docs in SIZES_DOCS:
         for n in rows_list:
+            begun = time.perf_counter()
             rows += _measure_size(n, docs, args, engines)
+            print(f"  ({time.perf_counter() - begun:.0f} s for this size)", flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "sizes.csv", "w", newline="") as fh:
@@ -335,11 +346,11 @@ def run_sizes(args):
     _plot(rows, out / "sizes.png")
     print(f"\nratio to the built-in (median of {args.repeats} interleaved turns):")
     sizes = sorted({(r["docs"], r["rows"]) for r in rows})
-    print(f"  {'method':<42}" + "".join(f"{f'{n // 1000}k/{d}':>10}" for d, n in sizes))
+    print(f"  {'method':<42}" + "".join(f"{f'{_thousands(n)}/{d}':>12}" for d, n in sizes))
     for key in dict.fromkeys((r["engine"], r["method"], r["builtin"]) for r in rows):
         got = {(r["docs"], r["rows"]): r["ratio"] for r in rows if (r["engine"], r["method"], r["builtin"]) == key}
         label = f"{'lgb' if key[0] == 'lightgbm' else 'xgb'}:{key[1]} / {key[2]}"
-        print(f"  {label:<42}" + "".join(f"{got[s]:>10.3f}" if s in got else f"{'':>10}" for s in sizes))
+        print(f"  {label:<42}" + "".join(f"{got[s]:>12.3f}" if s in got else f"{'':>12}" for s in sizes))
     print(f"\nwrote {out / 'sizes.csv'} and {out / 'sizes.png'}; {time.perf_counter() - start:.0f} s in all")
 
 
@@ -354,6 +365,7 @@ def main(argv=None):
     parser.add_argument("--methods", default=DEFAULT_METHODS, help="comma-separated engine:objective")
     parser.add_argument("--sizes", action="store_true", help="ratios to the built-ins over sizes (see above)")
     parser.add_argument("--quick", action="store_true", help="with --sizes: 40k and 120k rows only")
+    parser.add_argument("--rows", default=None, help="with --sizes: comma-separated row counts instead")
     parser.add_argument("--repeats", type=int, default=3, help="with --sizes: interleaved turns per size")
     parser.add_argument("--engines", choices=("lgb", "xgb", "both"), default="both", help="with --sizes")
     parser.add_argument("--out", default="bench-sizes", help="with --sizes: folder of sizes.csv and sizes.png")
