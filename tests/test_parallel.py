@@ -170,3 +170,56 @@ def test_objectives_do_not_depend_on_the_thread_count(make):
     for got in results[1:]:
         for a, b in zip(got, results[0]):
             np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("engine", ["lightgbm"])
+def test_engine_threads_run_every_block_on_the_engines_openmp_team(engine):
+    pytest.importorskip(engine)
+    from gbrank._parallel import _engine_gomp, engine_threads
+
+    if numba.config.NUMBA_NUM_THREADS < 2 or _engine_gomp(engine) is None:
+        pytest.skip("one thread only, or the engine does not run on GNU OpenMP here")
+    sizes = np.random.default_rng(5).integers(0, 30, 400)
+    offsets = _offsets(sizes)
+    values = np.random.default_rng(6).normal(size=offsets[-1])
+    out = np.full(sizes.size, np.nan)
+    seen = np.zeros(sizes.size, dtype=np.int64)
+    names = set()
+
+    def kernel(q0, q1, *args):
+        names.add(threading.current_thread().name)
+        threading.Event().wait(0.005)
+        _query_sums(q0, q1, *args)
+
+    previous = numba.get_num_threads()
+    numba.set_num_threads(2)
+    try:
+        with engine_threads(engine):
+            over_queries(kernel, offsets, values, offsets, out, seen, min_rows=1)
+    finally:
+        numba.set_num_threads(previous)
+    np.testing.assert_array_equal(seen, 1)
+    np.testing.assert_allclose(out, np.add.reduceat(values, offsets[:-1]) * (sizes > 0))
+    # the caller and an OpenMP thread, which Python sees as a foreign ("Dummy") thread, not the pool's
+    assert threading.current_thread().name in names
+    assert not any(name.startswith("gbrank") for name in names), names
+
+
+def test_engine_threads_raise_a_failing_block_in_the_caller():
+    pytest.importorskip("lightgbm")
+    from gbrank._parallel import engine_threads
+
+    with engine_threads("lightgbm"), pytest.raises(ValueError, match="query failed"):
+        over_queries(_fails_on, _offsets([2] * 50), 37, min_rows=1)
+
+
+def test_engine_threads_of_an_engine_not_loaded_use_the_pool():
+    from gbrank._parallel import _engine_gomp, engine_threads
+
+    assert _engine_gomp("not_an_engine") is None
+    assert _engine_gomp("xgboost") is None  # measured slower on its team: the pool
+    seen = np.zeros(40, dtype=np.int64)
+    with engine_threads("not_an_engine"):
+        over_queries(_query_sums, _offsets([2] * 40), np.ones(80), _offsets([2] * 40), np.zeros(40), seen,
+                     min_rows=1)
+    np.testing.assert_array_equal(seen, 1)

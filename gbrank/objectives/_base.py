@@ -32,6 +32,7 @@ import numpy as np
 from numba import njit
 
 from .. import engines as _engines
+from .._parallel import engine_threads
 from .._threading import configure_threading
 from .._validation import check_float, check_labels, check_scores, check_weights
 from ..groups import check_group
@@ -257,7 +258,9 @@ class RankingObjective:
                 "gbrank.Ranker(...).fit(..., position=)"
             )
         fields = _engines.read(data)
-        return self.grad_hess(fields.labels, preds, fields.sizes, fields.weights)
+        # the kernels run on the engine's OpenMP threads, awake after its last loop
+        with engine_threads(_engine_of(data)):
+            return self.grad_hess(fields.labels, preds, fields.sizes, fields.weights)
 
     def _state(
         self,
