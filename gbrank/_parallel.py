@@ -12,16 +12,17 @@ objectives that was a third of the first call's compile time (1 s of a pairwise 
 written in the loop itself (the metrics, RankCosine, the click softmax, NDCG_Boost) lose
 little to the layers and keep ``prange`` on numba's threading layer (:mod:`gbrank._threading`).
 
-Inside an engine's training the blocks go to the engine's own OpenMP threads instead
-(:func:`engine_threads`). LightGBM and XGBoost run their loops on GNU OpenMP, whose threads
-keep spinning on a core for a while after each parallel region; the objective is called
-right after one, so a pool thread of ours would share the cores with a spinning engine
-thread, and a call took 1.4-1.9 times as long as the same call alone. The engine's team
-is awake and takes the blocks at once: handed to it through libgomp's ``GOMP_parallel``
-(the library the engine loaded, never one loaded here), a ``lambdarank()`` call on 37k rows
-right after a LightGBM iteration took 2.9-3.7 ms against 5.0-5.8 ms on the pool (XGBoost's
-team did not pay, see ``TEAM_ENGINES``). Outside an engine's training the pool is used: an OpenMP team started by gbrank would not survive a
-``fork`` (see :mod:`gbrank._threading`), while the engine's has started already.
+Inside LightGBM's training the blocks go to LightGBM's own OpenMP threads instead
+(:func:`engine_threads`). The engines run their loops on GNU OpenMP, whose threads keep
+spinning on a core for a while after each parallel region; the objective is called right
+after one, so a pool thread of ours would share the cores with a spinning engine thread,
+and a call took 1.5-2.2 times as long as the same call alone. The engine's team is awake
+and takes the blocks at once: handed to it through libgomp's ``GOMP_parallel`` (of the
+library the engine loaded, never one loaded here), a ``lambdarank()`` call on 37k rows right
+after a LightGBM iteration took 2.9-3.7 ms against 5.0-5.8 ms on the pool (XGBoost's team
+did not pay, see ``TEAM_ENGINES``). Elsewhere the pool is used: an OpenMP team started by
+gbrank would not survive a ``fork`` (see :mod:`gbrank._threading`), while the engine's has
+started already.
 
 The number of threads is at most numba's: ``numba.get_num_threads()`` in the calling thread
 (``NUMBA_NUM_THREADS``, ``numba.set_num_threads``), so one setting governs every kernel. A
