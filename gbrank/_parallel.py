@@ -20,7 +20,7 @@ and a call took 1.5-2.2 times as long as the same call alone. The engine's team 
 and takes the blocks at once: handed to it through libgomp's ``GOMP_parallel`` (of the
 library the engine loaded, never one loaded here), a ``lambdarank()`` call on 37k rows right
 after a LightGBM iteration took 2.9-3.7 ms against 5.0-5.8 ms on the pool (XGBoost's team
-did not pay, see ``TEAM_ENGINES``). Elsewhere the pool is used: an OpenMP team started by
+is not used yet, see ``TEAM_ENGINES``). Elsewhere the pool is used: an OpenMP team started by
 gbrank would not survive a ``fork`` (see :mod:`gbrank._threading`), while the engine's has
 started already.
 
@@ -63,9 +63,11 @@ _gomp: dict[str, Any] = {}
 _gomp_pid: int | None = None
 _BLOCK_FUNCTION = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _GOMP_SONAME = "libgomp.so.1"
-# Engines whose team takes the blocks. XGBoost's did not pay: on its team a call right after
-# an XGBoost iteration took longer than on the pool (lambdarank() 14.2 against 11.7 ms and
-# listmle_topk 4.8 against 1.8 ms on 36k rows), so XGBoost's calls stay on the pool.
+# Engines whose team takes the blocks. XGBoost's gave mixed results on the loaded 2-core
+# machine (a call right after an XGBoost iteration on 36k rows, team against pool, five
+# runs: lambdarank() 14.2/11.7, 12.1/14.1, 14.4/14.3, 13.8/14.7, 8.1/8.5 ms; listmle_topk
+# 4.8/1.8, 1.3/7.1, 1.4/6.9, 3.3/7.2, 9.7/5.6 ms), so XGBoost's calls stay on the pool until
+# a quiet machine says otherwise.
 TEAM_ENGINES = ("lightgbm",)
 
 
