@@ -1,8 +1,9 @@
 """The registry of gbrank objectives: one entry per factory, read by everything that lists them.
 
-The package exports, the benchmark harness and its command line, and the test catalogues all
-read this table, so a new objective is one module, one :func:`register` call below and one
-docs page. Entries name their module as a string: reading the registry imports no kernel.
+The package exports, the benchmark harness and its command line, the test catalogues and the
+documentation (the losses table, the guide's table of contents and the API page) all read
+this table, so a new objective is one module, one :func:`register` call below and one docs
+page. Entries name their module as a string: reading the registry imports no kernel.
 """
 
 from __future__ import annotations
@@ -12,7 +13,37 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Callable, Literal
 
-__all__ = ["ObjectiveSpec", "exports", "get", "names", "register", "specs"]
+__all__ = ["Guide", "ObjectiveSpec", "exports", "get", "names", "register", "specs"]
+
+
+@dataclass(frozen=True)
+class Guide:
+    """Where the documentation explains an objective, and its row in the table of losses.
+
+    Attributes
+    ----------
+    page : str
+        The guide page, relative to ``docs/`` and without its suffix
+        (``"objectives/plackett-luce"``). Pages under ``objectives/`` join that section's
+        table of contents.
+    title : str
+        The loss's name in the table (``"top-k ListMLE"``).
+    paper : str
+        Who introduced it (``"Xia et al. 2009"``), or ``"—"``.
+    kind : str
+        What it optimises, in a few words.
+    hessian : str
+        What the hessian is: ``"exact diagonal"``, or the surrogate and its bound.
+    cost : str
+        The work per query in :math:`n` documents, as MyST Markdown (``"$O(n)$"``).
+    """
+
+    page: str
+    title: str
+    paper: str
+    kind: str
+    hessian: str
+    cost: str
 
 
 @dataclass(frozen=True)
@@ -22,7 +53,7 @@ class ObjectiveSpec:
     Attributes
     ----------
     name : str
-        The factory's name, as exported by :mod:`gbrank` (``gbrank.<name>``) and used in
+        The factory's name, as exported by ``gbrank`` (``gbrank.<name>``) and used in
         method names (``lgb:<name>``).
     module : str
         The module that defines the factory under ``name``.
@@ -44,6 +75,9 @@ class ObjectiveSpec:
         ``None`` when the hessian is the exact diagonal of the loss's (for pair weights frozen
         within an iteration, of the frozen loss's); a number ``c`` when it is a positive
         surrogate with ``|d2L/ds_i2| <= c h_i``, which the property tests check.
+    guide : Guide or None
+        Its documentation: the page and the row of the table of losses. Every objective
+        gbrank ships has one (the docs tests check that the page shows the factory).
     """
 
     name: str
@@ -54,6 +88,7 @@ class ObjectiveSpec:
     examples: tuple[dict[str, Any], ...] = field(default_factory=lambda: ({},))
     in_default_bench: bool = True
     hessian_bound: float | None = None
+    guide: Guide | None = None
 
     def factory(self) -> Callable[..., Any]:
         """The factory function (imports its module on first use)."""
@@ -96,7 +131,7 @@ def names() -> tuple[str, ...]:
 
 
 def exports() -> dict[str, str]:
-    """Factory name -> ``"module:name"``, the lazy exports of :mod:`gbrank` and :mod:`gbrank.objectives`."""
+    """Factory name -> ``"module:name"``, the lazy exports of ``gbrank`` and ``gbrank.objectives``."""
     return {name: f"{spec.module}:{name}" for name, spec in _REGISTRY.items()}
 
 
@@ -106,45 +141,76 @@ def specs() -> MappingProxyType:
 
 
 _PL = "gbrank.objectives.plackett_luce"
+_PL_PAGE = "objectives/plackett-luce"
+_PAIRS_PAGE = "objectives/ranknet"
+_LAMBDA_PAGE = "objectives/lambdarank"
+_EXACT = "exact diagonal"
+_FROZEN = "exact diagonal, weights fixed per iteration"
+_LINEAR, _QUADRATIC = "$O(n)$", "$O(n^2)$"
+_TRUNCATED = "$O(n^2)$, $O(Tn)$ truncated"
 for _spec in (
     ObjectiveSpec("listmle", _PL, "plackett-luce", "ListMLE: Plackett-Luce likelihood of the label order (Xia et al. 2008)",
-                  examples=({}, {"ties": "score"})),
+                  examples=({}, {"ties": "score"}),
+                  guide=Guide(_PL_PAGE, "ListMLE", "Xia et al. 2008", "listwise likelihood", _EXACT, _LINEAR)),
     ObjectiveSpec("listmle_topk", _PL, "plackett-luce", "top-k ListMLE: likelihood of the top k positions (Xia et al. 2009)",
-                  examples=({"k": 10}, {"k": 3})),
+                  examples=({"k": 10}, {"k": 3}),
+                  guide=Guide(_PL_PAGE, "top-k ListMLE", "Xia et al. 2009", "listwise likelihood of the top $k$", _EXACT,
+                              _LINEAR)),
     ObjectiveSpec("wlistmle", _PL, "plackett-luce", "W-ListMLE: ListMLE weighted by NDCG gain and discount (Chen et al. 2009)",
-                  labels="exp2"),
+                  labels="exp2",
+                  guide=Guide(_PL_PAGE, "W-ListMLE", "Chen et al. 2009", "NDCG-weighted likelihood", _EXACT, _LINEAR)),
     ObjectiveSpec("plackett_luce", _PL, "plackett-luce", "Plackett-Luce loss with user position weights",
-                  examples=({"position_weights": [1.0, 0.5, 0.25]},), in_default_bench=False),
+                  examples=({"position_weights": [1.0, 0.5, 0.25]},), in_default_bench=False,
+                  guide=Guide(_PL_PAGE, "Plackett–Luce, your weights", "—", "position-weighted likelihood", _EXACT,
+                              _LINEAR)),
     ObjectiveSpec("ranknet", "gbrank.objectives.ranknet", "pairwise", "RankNet: logistic loss over label-ordered pairs",
-                  examples=({}, {"truncation": 3})),
+                  examples=({}, {"truncation": 3}),
+                  guide=Guide(_PAIRS_PAGE, "RankNet", "Burges et al. 2005; Chen et al. 2009", "pairwise logistic", _EXACT,
+                              _TRUNCATED)),
     ObjectiveSpec("wranknet", "gbrank.objectives.ranknet", "pairwise", "W-RankNet: RankNet with NDCG pair weights (Chen et al. 2009)",
-                  labels="exp2"),
+                  labels="exp2",
+                  guide=Guide(_PAIRS_PAGE, "W-RankNet", "Chen et al. 2009", "NDCG-weighted pairs", _EXACT, _TRUNCATED)),
     ObjectiveSpec("listnet", "gbrank.objectives.listnet", "listnet", "ListNet: cross-entropy of top-k Plackett-Luce distributions",
-                  labels="exp2", examples=({}, {"k": 2}, {"k": 3}, {"k": 3, "exact_limit": 0})),
+                  labels="exp2", examples=({}, {"k": 2}, {"k": 3}, {"k": 3, "exact_limit": 0}),
+                  guide=Guide("objectives/listnet", "ListNet", "Cao et al. 2007", "top-$k$ cross-entropy",
+                              "exact diagonal ($k \\le 2$ or enumerated), unbiased estimate (sampled)",
+                              "$O(n)$ for $k \\le 2$")),
     ObjectiveSpec("cosine", "gbrank.objectives.cosine", "cosine", "RankCosine: cosine between target scores and scores",
-                  labels="exp2", hessian_bound=6.0),
+                  labels="exp2", hessian_bound=6.0,
+                  guide=Guide("objectives/rankcosine", "RankCosine", "Qin et al. 2008", "cosine to a target",
+                              "positive surrogate $1/(2N^2)$", _LINEAR)),
     ObjectiveSpec("ndcg_boost", "gbrank.objectives.ndcg_boost", "ndcg-boost", "NDCG_Boost relaxation (Valizadegan et al. 2009)",
-                  labels="exp2", hessian_bound=1.0),
+                  labels="exp2", hessian_bound=1.0,
+                  guide=Guide("objectives/ndcg-boost", "NDCG_Boost", "Valizadegan et al. 2009", "relaxation of NDCG",
+                              "positive surrogate (absolute bound)", _QUADRATIC)),
     # LightGBM's built-in lambdarank is the benchmark's anchor already: the reproduction is
     # for tests and for the measures and gains the built-in lacks
     ObjectiveSpec("lambdarank", "gbrank.objectives.lambdarank", "pairwise",
                   "LambdaRank for NDCG/MAP/MRR/ERR; LightGBM's lambdarank by default", labels="exp2",
                   examples=({}, {"measure": "map"}, {"measure": "mrr", "k": 5}, {"measure": "err", "truncation": None},
                             {"gain": "linear", "discount": "zipf", "k": 10}),
-                  in_default_bench=False),
+                  in_default_bench=False,
+                  guide=Guide(_LAMBDA_PAGE, "LambdaRank", "Burges et al. 2006; LightGBM",
+                              "pairs weighted by the swap change of NDCG, MAP, MRR or ERR", _FROZEN, "$O(Tn)$ (T = 30)")),
     ObjectiveSpec("lambdaloss", "gbrank.objectives.lambdarank", "pairwise",
                   "LambdaLoss: NDCG-Loss2++ and the other weightings (Wang et al. 2018)", labels="exp2",
                   examples=({}, {"weighting": "ndcg_loss2"}, {"weighting": "ndcg_loss1", "truncation": 10},
                             {"weighting": "lambdarank", "norm": True}),
-                  in_default_bench=False),
+                  in_default_bench=False,
+                  guide=Guide(_LAMBDA_PAGE, "LambdaLoss", "Wang et al. 2018", "NDCG-Loss2++, -Loss2, -Loss1", _FROZEN,
+                              _TRUNCATED)),
     ObjectiveSpec("ips_listnet", "gbrank.objectives.clicks", "clicks",
                   "IPS softmax on clicks with known or jointly estimated propensities (Ai et al. 2018)",
                   labels="any", examples=({"propensity": None},),
-                  in_default_bench=False),
+                  in_default_bench=False,
+                  guide=Guide("clicks", "IPS softmax", "Ai et al. 2018", "inverse-propensity weighted softmax on clicks",
+                              _EXACT, _LINEAR)),
     ObjectiveSpec("ips_ranknet", "gbrank.objectives.clicks_pairwise", "clicks",
                   "IPS pairwise RankNet/DCG loss on clicks with known or jointly estimated propensities (Joachims et al. 2017)",
                   labels="any", examples=({"propensity": None}, {"propensity": None, "weighting": "dcg"}),
-                  in_default_bench=False),
+                  in_default_bench=False,
+                  guide=Guide("clicks", "IPS RankNet", "Joachims et al. 2017", "inverse-propensity weighted pairs on clicks",
+                              _FROZEN, _QUADRATIC)),
 ):
     register(_spec)
 del _spec
