@@ -1,9 +1,10 @@
 """`Ranker`: a scikit-learn estimator that trains any gbrank objective on LightGBM or XGBoost.
 
 XGBoost's own ``XGBRanker`` refuses custom objectives and LightGBM's ``LGBMRanker`` speaks
-only LightGBM; `Ranker` drives ``lightgbm.train`` and ``xgboost.train`` directly, with one set
-of parameters, gbrank's NDCG for evaluation and early stopping, and query ids that may come
-in any row order (a ``qid`` array or a pandas column).
+only LightGBM; `Ranker` trains through gbrank's engine layer (:func:`gbrank.engines.lightgbm.train`
+and :func:`gbrank.engines.xgboost.train`, which check the parameters and build the data), with
+one set of parameters, gbrank's NDCG for evaluation and early stopping, and query ids that may
+come in any row order (a ``qid`` array or a pandas column).
 """
 
 from __future__ import annotations
@@ -524,7 +525,6 @@ def _fit_lightgbm(*, params, objective, data, evals, names, metrics, **training)
 
     _require("lightgbm")
     X, y, sizes, weight, position = data
-    engine.check_params(params, objective)
     if position is not None and not isinstance(objective, str):
         # LightGBM keeps positions as ids of distinct values: the loss gets them bound
         objective, position = with_position(objective, position), None

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..groups import sizes_to_offsets
+from ..groups import sizes_to_offsets, sizes_to_qid
 from . import lightgbm, xgboost
 from ._common import (
     BUILTIN_OBJECTIVES,
@@ -95,7 +95,7 @@ def query_folds(data, nfold: int = 5, *, shuffle: bool = True, seed: int = 0) ->
         if sizes is None:
             raise ValueError("the Dataset has no query groups: build it with group=")
     elif engine_of(data) == "xgboost":
-        sizes = np.diff(data.get_uint_info("group_ptr").astype(np.int64))
+        sizes = xgboost.group_sizes(data, purpose="to split it into folds of whole queries")
     else:
         sizes = data
     offsets = sizes_to_offsets(sizes)
@@ -103,7 +103,7 @@ def query_folds(data, nfold: int = 5, *, shuffle: bool = True, seed: int = 0) ->
     if isinstance(nfold, bool) or not isinstance(nfold, (int, np.integer)) or not 2 <= nfold <= n_queries:
         raise ValueError(f"nfold must be an integer from 2 to the number of queries ({n_queries}), got {nfold!r}")
     order = np.random.default_rng(seed).permutation(n_queries) if shuffle else np.arange(n_queries)
-    query_of_row = np.repeat(np.arange(n_queries), np.diff(offsets))
+    query_of_row = sizes_to_qid(np.diff(offsets))
     folds = []
     for part in np.array_split(order, nfold):
         test = np.isin(query_of_row, part)

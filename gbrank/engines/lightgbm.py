@@ -25,6 +25,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..groups import sizes_to_qid
 from ._common import BestRound, Fields, engine_of, is_builtin, watched
 
 __all__ = [
@@ -77,7 +78,7 @@ def _check_subset(data) -> None:
     if full is None:
         return
     full = np.asarray(full, dtype=np.int64)
-    query = np.repeat(np.arange(full.size), full)[np.asarray(used, dtype=np.int64)]
+    query = sizes_to_qid(full)[np.asarray(used, dtype=np.int64)]
     kept = np.bincount(query, minlength=full.size)
     cut = np.flatnonzero((kept > 0) & (kept < full))
     if cut.size:

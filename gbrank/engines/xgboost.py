@@ -30,6 +30,7 @@ __all__ = [
     "best_iteration",
     "dmatrix",
     "early_stopping",
+    "group_sizes",
     "maximize_early_stopping",
     "params",
     "predict",
@@ -47,13 +48,7 @@ def read(dmat) -> Fields:
     labels = dmat.get_label()
     if labels.size == 0:
         raise ValueError("the DMatrix has no rows: there is nothing to rank")
-    ptr = dmat.get_uint_info("group_ptr")
-    if ptr.size < 2:
-        raise ValueError(
-            "the DMatrix has no query groups: build it with qid= or group=, "
-            "or call set_group() before training"
-        )
-    sizes = np.diff(ptr.astype(np.int64))
+    sizes = group_sizes(dmat, purpose="before training")
     weights = dmat.get_weight()
     row_weights = None
     if weights.size:
@@ -68,6 +63,29 @@ def read(dmat) -> Fields:
             )
     margin = dmat.get_base_margin()
     return Fields(labels=labels, sizes=sizes, weights=row_weights, init_score=margin if margin.size else None)
+
+
+def group_sizes(dmat, *, purpose: str) -> np.ndarray:
+    """The query sizes of a ``DMatrix``, from its ``group_ptr`` (which follows any re-ordering
+    XGBoost applied to the rows): the one place gbrank reads it.
+
+    Parameters
+    ----------
+    dmat : xgboost.DMatrix
+    purpose : str
+        What the groups are needed for, ending the error (``"to evaluate ranking metrics"``).
+
+    Raises
+    ------
+    ValueError
+        When the DMatrix has no query groups.
+    """
+    ptr = dmat.get_uint_info("group_ptr")
+    if ptr.size < 2:
+        raise ValueError(
+            f"the DMatrix has no query groups: build it with qid= or group=, or call set_group() {purpose}"
+        )
+    return np.diff(np.asarray(ptr, dtype=np.int64))
 
 
 def query_weights(weight: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -128,12 +146,17 @@ def predict(booster, X, rounds: int | None = None) -> np.ndarray:
     return np.asarray(scores, dtype=np.float64)
 
 
-def early_stopping(rounds: int, *, data_name: str | None, metric_name: str):
+def early_stopping(
+    rounds: int, *, data_name: str | None, metric_name: str, save_best: bool = False, min_delta: float = 0.0
+):
     """XGBoost's ``EarlyStopping`` callback under gbrank's rule: one metric on one eval set,
-    higher is better (see :func:`gbrank.engines.watched`)."""
-    from xgboost.callback import EarlyStopping
-
-    return EarlyStopping(rounds=int(rounds), metric_name=metric_name, data_name=data_name, maximize=True)
+    higher is better (see :func:`gbrank.engines.watched`); the one place gbrank builds it."""
+    try:
+        from xgboost.callback import EarlyStopping
+    except ImportError as exc:
+        raise ImportError("XGBoost's early stopping needs xgboost: pip install 'gbrank[xgboost]'") from exc
+    return EarlyStopping(rounds=int(rounds), metric_name=metric_name, data_name=data_name, maximize=True,
+                         save_best=save_best, min_delta=min_delta)
 
 def maximize_early_stopping(metric_names: Sequence[str]) -> None:
     """Make the early stopping of the running ``xgb.train`` / ``xgb.cv`` maximise a gbrank metric.
