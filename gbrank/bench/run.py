@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..groups import sizes_to_qid
 from .data import BenchData, parse_data
 from .evaluate import CONVENTIONS, ndcg_at, per_query_metrics
 from .methods import Method, parse_methods
@@ -247,7 +248,7 @@ def run_benchmark(
                 fold = dataset.fold(fold_index)
                 cache = FoldCache(fold, config.params, config.threads)
                 test = fold.test
-                query_of_row = np.repeat(np.arange(test.n_queries), test.group)
+                query_of_row = sizes_to_qid(test.group)
                 for seed in config.seeds:
                     for method in runnable:
                         key = {"dataset": dataset.name, "fold": fold.name, "seed": seed, "method": method.name}

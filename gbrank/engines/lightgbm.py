@@ -215,20 +215,9 @@ def predict(booster, X, rounds: int | None = None) -> np.ndarray:
     LightGBM's choice (the best iteration if the booster has one, else all)."""
     return np.asarray(booster.predict(X, num_iteration=rounds, raw_score=True), dtype=np.float64)
 
-def train(
-    params: dict,
-    dtrain,
-    objective: Callable | str,
-    *,
-    num_boost_round: int,
-    valid: Sequence = (),
-    valid_names: Sequence[str] = (),
-    feval: Callable | None = None,
-    metric_names: Sequence[str] = (),
-    early_stopping_rounds: int | None = None,
-    evals_result: dict | None = None,
-    verbose: bool | int = False,
-):
+def train(params: dict, dtrain, objective: Callable | str, *, num_boost_round: int, valid: Sequence = (),
+          valid_names: Sequence[str] = (), feval: Callable | None = None, metric_names: Sequence[str] = (),
+          early_stopping_rounds: int | None = None, evals_result: dict | None = None, verbose: bool | int = False):
     """``lightgbm.train`` with a gbrank or built-in objective, gbrank metrics only.
 
     Parameters

@@ -192,19 +192,9 @@ def maximize_early_stopping(metric_names: Sequence[str]) -> None:
         frame = frame.f_back
 
 
-def train(
-    given: dict,
-    dtrain,
-    objective: Callable | str,
-    *,
-    num_boost_round: int,
-    evals: Sequence = (),
-    custom_metric: Callable | None = None,
-    metric_names: Sequence[str] = (),
-    early_stopping_rounds: int | None = None,
-    evals_result: dict | None = None,
-    verbose: bool | int = False,
-):
+def train(given: dict, dtrain, objective: Callable | str, *, num_boost_round: int, evals: Sequence = (),
+          custom_metric: Callable | None = None, metric_names: Sequence[str] = (),
+          early_stopping_rounds: int | None = None, evals_result: dict | None = None, verbose: bool | int = False):
     """``xgboost.train`` with a gbrank or built-in objective, gbrank metrics only.
 
     Parameters

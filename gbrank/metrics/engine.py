@@ -241,6 +241,15 @@ def make_metrics(
         For an unknown spec, a bad setting, or names that are not unique.
     TypeError
         For a convention that none of the listed metrics takes.
+
+    Examples
+    --------
+    >>> from gbrank.metrics import make_metrics
+    >>> metrics = make_metrics(["ndcg@3", "map@3"])
+    >>> metrics.names
+    ('gbrank-ndcg@3', 'gbrank-map@3')
+    >>> [(name, round(value, 4)) for name, value in metrics.evaluate([2, 0, 1, 0], [0.5, 1.0, -0.5, 0.2], [4])]
+    [('gbrank-ndcg@3', 0.5213), ('gbrank-map@3', 0.25)]
     """
     if isinstance(metrics, str):
         metrics = [metrics]
