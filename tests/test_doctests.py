@@ -24,7 +24,7 @@ METRICS = {
 }
 # Modules whose docstrings hold examples besides the factories and metrics, and the engine
 # their examples train with.
-OTHERS = {"gbrank._docstrings": None, "gbrank.ranker": "xgboost"}
+OTHERS = {"gbrank._docstrings": None, "gbrank.ndcg_boost_learner": None, "gbrank.ranker": "xgboost"}
 
 
 def public_callables() -> dict[str, list[str]]:
