@@ -227,6 +227,7 @@ def train(
     early_stopping_rounds: int | None = None,
     evals_result: dict | None = None,
     verbose: bool | int = False,
+    callbacks: Sequence = (),
 ):
     """``lightgbm.train`` with a gbrank or built-in objective, gbrank metrics only.
 
@@ -251,6 +252,8 @@ def train(
         Filled by ``lightgbm.record_evaluation``.
     verbose : bool or int
         Log the metrics every ``verbose`` rounds.
+    callbacks : sequence
+        More LightGBM callbacks, run after gbrank's.
 
     Returns
     -------
@@ -270,13 +273,14 @@ def train(
             "min_data_in_bin, default 3): pass more data or lower them, e.g. "
             "params={'min_data_in_leaf': 1}"
         )
-    callbacks: list = []
+    extra, callbacks = callbacks, []
     if valid and evals_result is not None:
         callbacks.append(lgb.record_evaluation(evals_result))
     if valid and verbose:
         callbacks.append(lgb.log_evaluation(period=int(verbose)))
     if early_stopping_rounds is not None:
         callbacks.append(EarlyStopping(early_stopping_rounds, *watched(list(valid_names), list(metric_names))))
+    callbacks += list(extra)
     booster = lgb.train(
         {**params, "objective": objective, "metric": "None"},
         dtrain,

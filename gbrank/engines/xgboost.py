@@ -181,6 +181,7 @@ def train(
     early_stopping_rounds: int | None = None,
     evals_result: dict | None = None,
     verbose: bool | int = False,
+    callbacks: Sequence = (),
 ):
     """``xgboost.train`` with a gbrank or built-in objective, gbrank metrics only.
 
@@ -205,6 +206,8 @@ def train(
         Filled with ``{eval_name: {metric_name: [values]}}``.
     verbose : bool or int
         ``verbose_eval``.
+    callbacks : sequence of xgboost.callback.TrainingCallback
+        More callbacks, run after gbrank's.
 
     Returns
     -------
@@ -213,10 +216,11 @@ def train(
     """
     import xgboost as xgb
 
-    callbacks = []
+    extra, callbacks = callbacks, []
     if early_stopping_rounds is not None:
         data_name, metric_name = watched([name for _, name in evals], list(metric_names))
         callbacks.append(early_stopping(early_stopping_rounds, data_name=data_name, metric_name=metric_name))
+    callbacks += list(extra)
     booster = xgb.train(
         params(objective, given),
         dtrain,
