@@ -147,7 +147,9 @@ class TuneResult:
         The best trial's settings (tree parameters and the method's own).
     trials : list of dict
         Per trial: ``trial`` (from 1), ``state`` ("complete", "pruned"), ``value`` (best
-        validation metric; None when pruned), ``best_iteration`` and ``params``.
+        validation metric; None when pruned), ``best_iteration``, ``last_reported`` (the last
+        iteration the engine's callback reported to the pruner; None for the native
+        estimator) and ``params``.
     seconds : float
         Wall time of the search (not of the final training).
     """
@@ -228,25 +230,31 @@ def tune_method(
         if on_trial is None:
             return
         done = [t.value for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
-        on_trial(trial.number + 1, trial.value, max(done) if done else None)
+        value = trial.value if trial.state == optuna.trial.TrialState.COMPLETE else None
+        on_trial(trial.number + 1, value, max(done) if done else None)
 
-    study = optuna.create_study(
-        direction="maximize",
-        sampler=optuna.samplers.TPESampler(seed=seed),
-        pruner=optuna.pruners.MedianPruner(n_startup_trials=PRUNER_STARTUP_TRIALS, n_warmup_steps=PRUNER_WARMUP_STEPS),
-    )
     verbosity = optuna.logging.get_verbosity()
+    # the harness shows the trials itself
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    start = time.perf_counter()
     try:
+        study = optuna.create_study(
+            direction="maximize",
+            sampler=optuna.samplers.TPESampler(seed=seed),
+            pruner=optuna.pruners.MedianPruner(n_startup_trials=PRUNER_STARTUP_TRIALS,
+                                               n_warmup_steps=PRUNER_WARMUP_STEPS),
+        )
+        start = time.perf_counter()
         study.optimize(objective, n_trials=trials, timeout=seconds, callbacks=[progress])
     finally:
         optuna.logging.set_verbosity(verbosity)
     elapsed = time.perf_counter() - start
     state = {optuna.trial.TrialState.COMPLETE: "complete", optuna.trial.TrialState.PRUNED: "pruned"}
+    # Optuna gives a pruned trial its last reported value: not a result of the trial
     records = [
-        {"trial": t.number + 1, "state": state.get(t.state, t.state.name.lower()), "value": t.value,
-         "best_iteration": t.user_attrs.get("best_iteration"), "params": dict(t.params)}
+        {"trial": t.number + 1, "state": state.get(t.state, t.state.name.lower()),
+         "value": t.value if t.state == optuna.trial.TrialState.COMPLETE else None,
+         "best_iteration": t.user_attrs.get("best_iteration"), "last_reported": t.last_step,
+         "params": dict(t.params)}
         for t in study.trials
     ]
     if not any(r["state"] == "complete" for r in records):
@@ -285,15 +293,16 @@ def _best_so_far(trials: list) -> list[float]:
 
 def trial_table(tuning: list) -> pd.DataFrame:
     """One row per run and trial: key, ``trial``, ``state``, ``value``, ``best_so_far``,
-    ``best_iteration`` and ``params`` (JSON)."""
+    ``best_iteration``, ``last_reported`` and ``params`` (JSON)."""
     rows = []
     for run in tuning:
         key = {k: run[k] for k in ("dataset", "fold", "seed", "method")}
         for t, best in zip(run["trials"], _best_so_far(run["trials"])):
             rows.append({**key, "trial": t["trial"], "state": t["state"], "value": t["value"], "best_so_far": best,
-                         "best_iteration": t["best_iteration"], "params": json.dumps(t["params"], sort_keys=True)})
+                         "best_iteration": t["best_iteration"], "last_reported": t.get("last_reported"),
+                         "params": json.dumps(t["params"], sort_keys=True)})
     return pd.DataFrame(rows, columns=["dataset", "fold", "seed", "method", "trial", "state", "value", "best_so_far",
-                                       "best_iteration", "params"])
+                                       "best_iteration", "last_reported", "params"])
 
 
 def _plot(tuning: list, dataset: str, methods: list[str], families: dict, baseline, metric_name: str, path: Path):
