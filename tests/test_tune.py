@@ -283,6 +283,13 @@ def test_the_untuned_harness_never_imports_optuna(tmp_path):
     assert done.stdout.strip().splitlines()[-1] == "False"
 
 
+def test_a_cache_refuses_parameters_that_would_need_new_datasets(fold):
+    cache = FoldCache(fold, TreeParams(), 1)
+    assert cache.with_params(TreeParams(num_leaves=7)).params.num_leaves == 7
+    with pytest.raises(ValueError, match="max_bin"):
+        cache.with_params(TreeParams(max_bin=63))
+
+
 def test_config_refuses_a_negative_budget():
     with pytest.raises(ValueError, match="tune must be"):
         BenchConfig(tune=-1)

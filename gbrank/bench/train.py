@@ -153,6 +153,8 @@ class FoldCache:
     def with_params(self, params: TreeParams) -> "FoldCache":
         """The same fold and engine datasets, trained with other tree parameters (those that
         shape LightGBM's binned dataset, ``max_bin`` and ``linear_tree``, must not change)."""
+        if (params.max_bin, params.linear_tree) != (self.params.max_bin, self.params.linear_tree):
+            raise ValueError("max_bin and linear_tree shape the engines' datasets: build a new FoldCache to change them")
         other = FoldCache(self.fold, params, self.threads)
         other._lgb, other._xgb = self._lgb, self._xgb
         return other

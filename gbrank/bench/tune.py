@@ -358,7 +358,8 @@ def tuning_section(results, out: Path, families: dict, slug: Callable[[str], str
         "native NDCG_Boost's). The best trial's settings trained the reported model; the test queries took no part "
         "in the search. Searched by every LightGBM and XGBoost method: learning rate, leaves, rows per leaf "
         "(LightGBM) or hessian sum per leaf (XGBoost), L2 and feature fraction; each method's own settings as "
-        "listed below. The tree parameters under Settings are the ones not searched.",
+        "listed below. Of the tree parameters under Settings, the searched ones were replaced by each "
+        "trial's values; the number of bins (and LightGBM's minimum hessian sum per leaf) were kept.",
         "",
     ]
     methods = list(dict.fromkeys(r["method"] for r in results.tuning))
