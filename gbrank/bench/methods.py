@@ -188,8 +188,8 @@ class Method:
             raise ImportError(f"gbrank.{self.objective} is not available: {exc}") from exc
 
     def search_space(self) -> tuple:
-        """The method's own settings that ``--tune`` searches (:class:`~gbrank.objectives.registry.Knob`),
-        less those its name fixes."""
+        """The method's own settings that ``--tune`` searches (registry ``Knob`` objects), less
+        those its name fixes."""
         if self.builtin or self.engine == "native":
             knobs = _SEARCH_SPACES[self.objective]
         else:

@@ -45,7 +45,7 @@ from .train import FitResult, FoldCache, TreeParams, fit_method, warm_up
 __all__ = ["ENGINE_SPACE", "INSTALL_HINT", "TuneResult", "engine_space", "import_optuna", "tune_method", "tuning_section"]
 
 INSTALL_HINT = 'pip install "gbrank[tune]"'
-#: The tree parameters every LightGBM and XGBoost method searches, by :class:`TreeParams` field.
+#: The tree parameters every LightGBM and XGBoost method searches, by :class:`~gbrank.bench.train.TreeParams` field.
 ENGINE_SPACE = {
     "learning_rate": Knob("learning_rate", 0.01, 0.3, log=True),
     "num_leaves": Knob("num_leaves", 4, 128, integer=True, log=True),
@@ -69,8 +69,9 @@ def import_optuna():
     return optuna
 
 
-def engine_space(engine: str) -> tuple[Knob, ...]:
-    """The tree parameters searched for methods of ``engine`` (none for the native estimator)."""
+def engine_space(engine: str) -> tuple:
+    """The tree parameters (registry ``Knob`` objects) searched for methods of ``engine``; none
+    for the native estimator."""
     if engine not in _PER_LEAF:
         return ()
     names = ("learning_rate", "num_leaves", _PER_LEAF[engine], "l2", "feature_fraction")
