@@ -2,8 +2,8 @@
 
 For each run (dataset, fold, seed, method) a seeded Optuna study (TPE, ``seed`` = the run's
 seed) tries ``N`` settings, or as many as fit in ``--tune-seconds S``, each trained on the
-fold's training part with early stopping and scored by the best validation NDCG@10 of its
-curve. The best trial's settings then train the model whose *test* queries are reported,
+fold's training part with early stopping and scored by the validation NDCG@10 of the
+iteration it keeps (the best one; the last without early stopping). The best trial's settings then train the model whose *test* queries are reported,
 as without tuning. The test part is never scored during the search: tuning is nested.
 
 Search space. Every LightGBM and XGBoost method searches the same tree parameters
@@ -354,7 +354,7 @@ def tuning_section(results, out: Path, families: dict, slug: Callable[[str], str
         "",
         f"Every method was tuned on each fold and seed before its test figures above: {' and '.join(budget)} of a "
         "TPE search seeded with the run's seed, each trial trained on the training part with early stopping and "
-        f"scored by its best validation {cfg['curve_metric']}; a median pruner (after {PRUNER_STARTUP_TRIALS} trials "
+        f"scored by the validation {cfg['curve_metric']} of the iteration it keeps; a median pruner (after {PRUNER_STARTUP_TRIALS} trials "
         f"and {PRUNER_WARMUP_STEPS} iterations) stopped unpromising trials from the engine's callbacks (never the "
         "native NDCG_Boost's). The best trial's settings trained the reported model; the test queries took no part "
         "in the search. Searched by every LightGBM and XGBoost method: learning rate, leaves, rows per leaf "
