@@ -255,6 +255,15 @@ def test_tune_seconds_bounds_the_search():
     assert all(len(r["trials"]) >= 1 and r["seconds"] < 0.5 + 5.0 for r in results.tuning)
 
 
+def test_progress_lines_show_the_trials(capsys):
+    pytest.importorskip("optuna")
+    config = BenchConfig(rounds=5, early_stopping=2, tune=2, params=TreeParams(min_data_in_leaf=3))
+    run_benchmark(TINY, "xgb:rank:ndcg", folds=3, config=config, progress="lines")
+    err = capsys.readouterr().err
+    assert err.count("xgb:rank:ndcg: trial 1/2 validation") == 3
+    assert err.count("xgb:rank:ndcg: trial 2/2") == 3 and err.count("xgb:rank:ndcg: NDCG@10") == 3
+
+
 # ------------------------------------------------------------------ without Optuna
 def test_missing_optuna_is_named_with_the_extra(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "optuna", None)
