@@ -216,7 +216,7 @@ def tune_method(
     elif method.engine == "xgboost":
         base.xgboost()
     space = engine_space(method.engine) + method.search_space()
-    fit = dict(rounds=rounds, early_stopping=early_stopping, seed=seed, metric=metric, metric_name=metric_name)
+    fit = {"rounds": rounds, "early_stopping": early_stopping, "seed": seed, "metric": metric, "metric_name": metric_name}
     warm_up(method, metric)
 
     def objective(trial) -> float:
