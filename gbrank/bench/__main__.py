@@ -138,6 +138,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"minimum hessian sum per leaf (default: {defaults.min_child_weight})")
     trees.add_argument("--max-bin", type=_positive_int, default=defaults.max_bin, metavar="N",
                        help=f"(default: {defaults.max_bin})")
+    tuning = parser.add_argument_group("tuning (needs Optuna: pip install \"gbrank[tune]\")")
+    tuning.add_argument("--tune", type=_positive_int, default=0, metavar="N",
+                        help="tune every method with N trials on each fold's validation queries before "
+                        "training the reported model (default: no tuning)")
+    tuning.add_argument("--tune-seconds", type=_positive_float, metavar="S",
+                        help="tune every method for S seconds per fold instead (with --tune: whichever ends first)")
     tables = parser.add_argument_group("tables")
     tables.add_argument("--qid-col", default="qid", metavar="NAME", help="query-id column (default: qid)")
     tables.add_argument("--label-col", default="label", metavar="NAME", help="label column (default: label)")
@@ -228,6 +234,13 @@ def main(argv=None) -> int:
     if args.folds < 2:
         parser.error(f"argument --folds: cross-validation needs at least 2 folds, got {args.folds}")
 
+    if args.tune or args.tune_seconds:
+        from .tune import import_optuna
+
+        try:
+            import_optuna()
+        except ImportError as exc:
+            parser.error(f"argument --tune: {exc}")
     try:
         methods = parse_methods(args.methods)
     except ValueError as exc:
@@ -278,6 +291,8 @@ def main(argv=None) -> int:
             max_bin=args.max_bin,
         ),
         conventions=args.conventions,
+        tune=args.tune,
+        tune_seconds=args.tune_seconds,
     )
     try:
         results = run_benchmark(datasets, methods, folds=args.folds, config=config, baseline=baseline,

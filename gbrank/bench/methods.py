@@ -64,6 +64,18 @@ _BUILTIN_SUMMARIES = {
     "rank:pairwise": "XGBoost's pairwise logistic loss (RankNet)",
 }
 _NATIVE = ("ndcgboost",)
+#: Settings ``--tune`` searches for the built-ins (engine parameters) and the native estimator
+#: (its keyword arguments); a gbrank objective's are its registry entry's ``search_space``.
+_PAIR_METHOD = (registry.Knob("lambdarank_pair_method", choices=("topk", "mean")),
+                registry.Knob("lambdarank_num_pair_per_sample", 1, 32, integer=True, log=True))
+_SEARCH_SPACES = {
+    "lambdarank": (registry.Knob("lambdarank_truncation_level", 5, 60, integer=True, log=True),
+                   registry.Knob("lambdarank_norm", choices=(True, False))),
+    "rank_xendcg": (),
+    "rank:ndcg": _PAIR_METHOD,
+    "rank:pairwise": _PAIR_METHOD,
+    "ndcgboost": (registry.Knob("max_alpha", 0.5, 20.0, log=True), registry.Knob("sample", choices=(False, True))),
+}
 #: Family of the engines' built-in objectives and of the native estimator in reports and plots.
 BUILTIN_FAMILY = "built-in"
 NATIVE_FAMILY = "native"
@@ -174,6 +186,15 @@ class Method:
             return spec.factory()
         except (AttributeError, ImportError) as exc:
             raise ImportError(f"gbrank.{self.objective} is not available: {exc}") from exc
+
+    def search_space(self) -> tuple:
+        """The method's own settings that ``--tune`` searches (registry ``Knob`` objects), less
+        those its name fixes."""
+        if self.builtin or self.engine == "native":
+            knobs = _SEARCH_SPACES[self.objective]
+        else:
+            knobs = self._spec().search_space
+        return tuple(k for k in knobs if k.name not in self.kwargs)
 
     def unavailable_reason(self) -> str | None:
         """Why the method cannot run here (engine or objective missing), or None."""

@@ -34,6 +34,9 @@ Files
 ``ndcg_at_k-<dataset>.png``, ``validation_ndcg-<dataset>.png``
     NDCG@1..10 minus the baseline's with 95% bands, and the validation NDCG per iteration,
     one panel per family.
+``tuning.csv``, ``tuning-<dataset>.png``
+    With ``--tune``: every trial of every run, and the best validation NDCG@10 so far
+    against the trials (:mod:`gbrank.bench.tune`).
 """
 
 from __future__ import annotations
@@ -261,6 +264,7 @@ def write_report(results: Results, out: str | Path, *, command: str | None = Non
         "summary": _records(summ),
         "significance": _records(sig),
         "plots": plots,
+        **({"tuning": _json_ready(results.tuning)} if results.tuning else {}),
     }
     (out / "results.json").write_text(json.dumps(document, indent=1, allow_nan=False))
 
@@ -312,6 +316,10 @@ def write_report(results: Results, out: str | Path, *, command: str | None = Non
         lines += ["NDCG@1..10 (test, mean over folds):", "", _ndcg_curve_table(summ, name, methods), ""]
         for png in plots.get(name, []):
             lines += [f"![{png}]({png})", ""]
+    if results.tuning:
+        from .tune import tuning_section
+
+        lines += tuning_section(results, out, families, slug)
     unavailable = [m for m in results.methods if not m["available"]]
     failed = [r for r in results.runs if r["status"] != "ok"]
     if unavailable or failed:

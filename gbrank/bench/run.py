@@ -52,6 +52,11 @@ class BenchConfig:
         Metric conventions (:mod:`gbrank.bench.evaluate`).
     curve_k : int
         Cut-off of the validation NDCG recorded per iteration.
+    tune : int
+        Tune every method with this many trials before training it (:mod:`gbrank.bench.tune`);
+        0: no tuning.
+    tune_seconds : float, optional
+        Tune every method for this long instead (with ``tune`` too: whichever ends first).
     """
 
     rounds: int = 300
@@ -61,6 +66,8 @@ class BenchConfig:
     params: TreeParams = field(default_factory=TreeParams)
     conventions: str = "lightgbm"
     curve_k: int = 10
+    tune: int = 0
+    tune_seconds: float | None = None
 
     def __post_init__(self):
         if self.rounds < 1:
@@ -73,6 +80,14 @@ class BenchConfig:
             raise ValueError(f"threads must be at least 1, got {self.threads}")
         if self.conventions not in CONVENTIONS:
             raise ValueError(f"conventions must be one of {', '.join(CONVENTIONS)}, got {self.conventions!r}")
+        if self.tune < 0:
+            raise ValueError(f"tune must be >= 0 trials, got {self.tune}")
+        if self.tune_seconds is not None and not self.tune_seconds > 0:
+            raise ValueError(f"tune_seconds must be > 0, got {self.tune_seconds}")
+
+    @property
+    def tuned(self) -> bool:
+        return bool(self.tune or self.tune_seconds)
 
     def as_dict(self) -> dict:
         out = asdict(self)
@@ -103,6 +118,9 @@ class Results:
     predictions : DataFrame
         The test scores: ``dataset, fold, seed, method, query, qid, label, score``, in the
         test part's row order, enough to recompute every figure.
+    tuning : list of dict
+        With tuning, one per run: ``dataset, fold, seed, method``, ``params`` (the chosen
+        settings), ``seconds`` and ``trials`` (:class:`gbrank.bench.tune.TuneResult`).
     """
 
     config: dict
@@ -112,7 +130,7 @@ class Results:
     runs: list
     per_query: pd.DataFrame
     predictions: pd.DataFrame
-
+    tuning: list = field(default_factory=list)
 
 
 def _set_threads(threads: int) -> None:
@@ -159,6 +177,18 @@ class _Progress:
             outcome = "failed" if ndcg is None else f"NDCG@10 {ndcg:.4f}"
             print(f"gbrank.bench [{self.done}/{self.total}] {key['dataset']} {key['fold']} seed {key['seed']} "
                   f"{key['method']}: {outcome}, {seconds:.2f} s", file=sys.stderr, flush=True)
+
+    def trial(self, key: dict, trial: int, total: int | None, value: float | None, best: float | None) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"{key['dataset']} {key['fold']} seed {key['seed']} {key['method']} "
+                                     f"trial {trial}" + (f"/{total}" if total else ""))
+        elif self.mode == "lines":
+            outcome = "pruned" if value is None else f"validation {value:.4f}"
+            if best is not None:
+                outcome += f", best {best:.4f}"
+            print(f"gbrank.bench [{self.done + 1}/{self.total}] {key['dataset']} {key['fold']} seed {key['seed']} "
+                  f"{key['method']}: trial {trial}" + (f"/{total}" if total else "") + f" {outcome}",
+                  file=sys.stderr, flush=True)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -226,6 +256,10 @@ def run_benchmark(
     metric = ndcg_at(config.curve_k, conventions)
     metric_name = f"ndcg@{config.curve_k}"
     _set_threads(config.threads)
+    if config.tuned:
+        from .tune import import_optuna
+
+        import_optuna()
 
     method_info, runnable = [], []
     for method in grid:
@@ -239,7 +273,7 @@ def run_benchmark(
         else:
             print(f"gbrank.bench: {method.name} is unavailable and skipped: {reason}", file=sys.stderr)
 
-    runs, per_query, predictions = [], [], []
+    runs, per_query, predictions, tuning = [], [], [], []
     total = sum(d.n_folds for d in datasets) * len(config.seeds) * len(runnable)
     bar = _Progress(total, mode)
     try:
@@ -255,10 +289,15 @@ def run_benchmark(
                         bar.start(key)
                         started = time.perf_counter()
                         try:
-                            result = fit_method(
-                                method, cache, rounds=config.rounds, early_stopping=config.early_stopping,
-                                seed=seed, metric=metric, metric_name=metric_name,
-                            )
+                            tuned = {}
+                            if config.tuned:
+                                result, tuned = _fit_tuned(method, cache, config, seed, metric, metric_name, bar, key)
+                                tuning.append({**key, **tuned.pop("record")})
+                            else:
+                                result = fit_method(
+                                    method, cache, rounds=config.rounds, early_stopping=config.early_stopping,
+                                    seed=seed, metric=metric, metric_name=metric_name,
+                                )
                             figures = per_query_metrics(test.y, result.test_scores, test.group, conventions)
                         except Exception as exc:  # one failing method must not lose the others' results
                             runs.append({**key, "status": "failed", "error": f"{type(exc).__name__}: {exc}"})
@@ -276,6 +315,7 @@ def run_benchmark(
                             "best_iteration": result.best_iteration,
                             "n_test_queries": test.n_queries,
                             **{name: float(np.mean(values)) for name, values in figures.items()},
+                            **tuned,
                             "valid_curve": result.valid_curve,
                         })
                         frame = pd.DataFrame({
@@ -303,4 +343,21 @@ def run_benchmark(
         runs=runs,
         per_query=pd.concat(per_query, ignore_index=True) if per_query else pd.DataFrame(columns=columns),
         predictions=pd.concat(predictions, ignore_index=True) if predictions else pd.DataFrame(columns=columns),
+        tuning=tuning,
     )
+
+
+def _fit_tuned(method, cache, config: BenchConfig, seed, metric, metric_name, bar: _Progress, key: dict):
+    """The tuned run, and its figures for ``runs`` with the tuning ``record`` among them."""
+    from .tune import tune_method
+
+    tuned = tune_method(
+        method, cache, trials=config.tune or None, seconds=config.tune_seconds, rounds=config.rounds,
+        early_stopping=config.early_stopping, seed=seed, metric=metric, metric_name=metric_name,
+        on_trial=lambda trial, value, best: bar.trial(key, trial, config.tune, value, best),
+    )
+    return tuned.fit, {
+        "tune_seconds": tuned.seconds, "tune_trials": len(tuned.trials), "tune_pruned": tuned.n_pruned,
+        "tune_best_valid": tuned.best_value,
+        "record": {"params": tuned.params, "seconds": tuned.seconds, "trials": tuned.trials},
+    }

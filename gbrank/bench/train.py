@@ -34,6 +34,9 @@ class TreeParams:
 
     ``linear_tree`` (LightGBM only) fits a linear model of the features in each leaf, as
     LightGBM's ``linear_tree``; XGBoost methods refuse it.
+
+    ``l2`` (LightGBM's ``lambda_l2``, XGBoost's ``lambda``) and ``feature_fraction``
+    (``colsample_bytree``) are left to each engine's default when None, as without tuning.
     """
 
     learning_rate: float = 0.1
@@ -42,9 +45,12 @@ class TreeParams:
     min_child_weight: float = 1e-3
     max_bin: int = 255
     linear_tree: bool = False
+    l2: float | None = None
+    feature_fraction: float | None = None
 
     def lightgbm(self, threads: int, seed: int) -> dict:
         return {
+            **_given({"lambda_l2": self.l2, "feature_fraction": self.feature_fraction}),
             "learning_rate": self.learning_rate,
             "num_leaves": self.num_leaves,
             "min_data_in_leaf": self.min_data_in_leaf,
@@ -68,6 +74,7 @@ class TreeParams:
         if self.linear_tree:
             raise ValueError("linear_tree is a LightGBM option; XGBoost has no linear leaves")
         return {
+            **_given({"lambda": self.l2, "colsample_bytree": self.feature_fraction}),
             "tree_method": "hist",
             "grow_policy": "lossguide",
             "max_depth": 0,
@@ -79,6 +86,10 @@ class TreeParams:
             "seed": seed,
             "disable_default_eval_metric": 1,
         }
+
+
+def _given(params: dict) -> dict:
+    return {k: v for k, v in params.items() if v is not None}
 
 
 @dataclass
@@ -139,6 +150,15 @@ class FoldCache:
             self._xgb = (dtrain, dvalid, dtest)
         return self._xgb
 
+    def with_params(self, params: TreeParams) -> "FoldCache":
+        """The same fold and engine datasets, trained with other tree parameters (those that
+        shape LightGBM's binned dataset, ``max_bin`` and ``linear_tree``, must not change)."""
+        if (params.max_bin, params.linear_tree) != (self.params.max_bin, self.params.linear_tree):
+            raise ValueError("max_bin and linear_tree shape the engines' datasets: build a new FoldCache to change them")
+        other = FoldCache(self.fold, params, self.threads)
+        other._lgb, other._xgb = self._lgb, self._xgb
+        return other
+
 
 _WARM: set[str] = set()
 
@@ -178,18 +198,23 @@ def fit_method(
     seed: int,
     metric,
     metric_name: str,
+    callbacks: tuple = (),
 ) -> FitResult:
     """Train ``method`` on ``cache.fold`` and score its test part.
 
     ``metric(y, scores, group) -> float`` is evaluated on the validation part after every
     iteration (the curve) and drives early stopping after ``early_stopping`` iterations
     without improvement (0: never stop early; no validation part: never evaluated).
+    ``callbacks`` go to the engine's training call (LightGBM or XGBoost callbacks). A
+    built-in's ``method.kwargs`` are engine parameters.
     """
     warm_up(method, metric)
     if method.engine == "lightgbm":
-        return _fit_lightgbm(method, cache, rounds, early_stopping, seed, metric, metric_name)
+        return _fit_lightgbm(method, cache, rounds, early_stopping, seed, metric, metric_name, callbacks)
     if method.engine == "xgboost":
-        return _fit_xgboost(method, cache, rounds, early_stopping, seed, metric, metric_name)
+        return _fit_xgboost(method, cache, rounds, early_stopping, seed, metric, metric_name, callbacks)
+    if callbacks:
+        raise ValueError("the native NDCG_Boost takes no engine callbacks")
     return _fit_native(method, cache, rounds, early_stopping, seed)
 
 
@@ -211,13 +236,13 @@ def _engine_result(scores, evaluator: TimedMetric, objective, *, n_iterations: i
     )
 
 
-def _fit_lightgbm(method, cache, rounds, early_stopping, seed, metric, metric_name) -> FitResult:
+def _fit_lightgbm(method, cache, rounds, early_stopping, seed, metric, metric_name, callbacks) -> FitResult:
     from ..engines import lightgbm as engine
 
     dtrain, dvalid = cache.lightgbm()
     params = cache.params.lightgbm(cache.threads, seed)
     if method.builtin:
-        params["objective_seed"] = seed
+        params.update(method.kwargs, objective_seed=seed)
     objective = _objective(method, seed)
     evaluator = TimedMetric(metric_name, metric)
     valid = [] if dvalid is None else [dvalid]
@@ -232,6 +257,7 @@ def _fit_lightgbm(method, cache, rounds, early_stopping, seed, metric, metric_na
         feval=evaluator.lightgbm if valid else None,
         metric_names=[metric_name],
         early_stopping_rounds=early_stopping if valid and early_stopping else None,
+        callbacks=callbacks,
     )
     seconds = time.perf_counter() - start - evaluator.seconds
     # lgb.train keeps only the trees up to the best iteration, so count the evaluations
@@ -240,7 +266,7 @@ def _fit_lightgbm(method, cache, rounds, early_stopping, seed, metric, metric_na
     return _engine_result(scores, evaluator, objective, n_iterations=n_iterations, best=best, seconds=seconds)
 
 
-def _fit_xgboost(method, cache, rounds, early_stopping, seed, metric, metric_name) -> FitResult:
+def _fit_xgboost(method, cache, rounds, early_stopping, seed, metric, metric_name, callbacks) -> FitResult:
     from ..engines import xgboost as engine
 
     dtrain, dvalid, dtest = cache.xgboost()
@@ -249,8 +275,11 @@ def _fit_xgboost(method, cache, rounds, early_stopping, seed, metric, metric_nam
     evaluator = TimedMetric(metric_name, metric)
     evals = [] if dvalid is None else [(dvalid, "valid")]
     start = time.perf_counter()
+    params = cache.params.xgboost(cache.threads, seed)
+    if method.builtin:
+        params.update(method.kwargs)
     booster, best = engine.train(
-        cache.params.xgboost(cache.threads, seed),
+        params,
         dtrain,
         objective,
         num_boost_round=rounds,
@@ -258,6 +287,7 @@ def _fit_xgboost(method, cache, rounds, early_stopping, seed, metric, metric_nam
         custom_metric=evaluator.xgboost if evals else None,
         metric_names=[metric_name],
         early_stopping_rounds=early_stopping if evals and early_stopping else None,
+        callbacks=callbacks,
     )
     seconds = time.perf_counter() - start - evaluator.seconds
     n_iterations = booster.num_boosted_rounds()

@@ -215,9 +215,21 @@ def predict(booster, X, rounds: int | None = None) -> np.ndarray:
     LightGBM's choice (the best iteration if the booster has one, else all)."""
     return np.asarray(booster.predict(X, num_iteration=rounds, raw_score=True), dtype=np.float64)
 
-def train(params: dict, dtrain, objective: Callable | str, *, num_boost_round: int, valid: Sequence = (),
-          valid_names: Sequence[str] = (), feval: Callable | None = None, metric_names: Sequence[str] = (),
-          early_stopping_rounds: int | None = None, evals_result: dict | None = None, verbose: bool | int = False):
+def train(
+    params: dict,
+    dtrain,
+    objective: Callable | str,
+    *,
+    num_boost_round: int,
+    valid: Sequence = (),
+    valid_names: Sequence[str] = (),
+    feval: Callable | None = None,
+    metric_names: Sequence[str] = (),
+    early_stopping_rounds: int | None = None,
+    evals_result: dict | None = None,
+    verbose: bool | int = False,
+    callbacks: Sequence = (),
+):
     """``lightgbm.train`` with a gbrank or built-in objective, gbrank metrics only.
 
     Parameters
@@ -241,6 +253,8 @@ def train(params: dict, dtrain, objective: Callable | str, *, num_boost_round: i
         Filled by ``lightgbm.record_evaluation``.
     verbose : bool or int
         Log the metrics every ``verbose`` rounds.
+    callbacks : sequence
+        More LightGBM callbacks, run after gbrank's.
 
     Returns
     -------
@@ -260,13 +274,14 @@ def train(params: dict, dtrain, objective: Callable | str, *, num_boost_round: i
             "min_data_in_bin, default 3): pass more data or lower them, e.g. "
             "params={'min_data_in_leaf': 1}"
         )
-    callbacks: list = []
+    extra, callbacks = callbacks, []
     if valid and evals_result is not None:
         callbacks.append(lgb.record_evaluation(evals_result))
     if valid and verbose:
         callbacks.append(lgb.log_evaluation(period=int(verbose)))
     if early_stopping_rounds is not None:
         callbacks.append(EarlyStopping(early_stopping_rounds, *watched(list(valid_names), list(metric_names))))
+    callbacks += list(extra)
     booster = lgb.train(
         {**params, "objective": objective, "metric": "None"},
         dtrain,

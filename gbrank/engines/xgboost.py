@@ -192,9 +192,20 @@ def maximize_early_stopping(metric_names: Sequence[str]) -> None:
         frame = frame.f_back
 
 
-def train(given: dict, dtrain, objective: Callable | str, *, num_boost_round: int, evals: Sequence = (),
-          custom_metric: Callable | None = None, metric_names: Sequence[str] = (),
-          early_stopping_rounds: int | None = None, evals_result: dict | None = None, verbose: bool | int = False):
+def train(
+    given: dict,
+    dtrain,
+    objective: Callable | str,
+    *,
+    num_boost_round: int,
+    evals: Sequence = (),
+    custom_metric: Callable | None = None,
+    metric_names: Sequence[str] = (),
+    early_stopping_rounds: int | None = None,
+    evals_result: dict | None = None,
+    verbose: bool | int = False,
+    callbacks: Sequence = (),
+):
     """``xgboost.train`` with a gbrank or built-in objective, gbrank metrics only.
 
     Parameters
@@ -218,6 +229,8 @@ def train(given: dict, dtrain, objective: Callable | str, *, num_boost_round: in
         Filled with ``{eval_name: {metric_name: [values]}}``.
     verbose : bool or int
         ``verbose_eval``.
+    callbacks : sequence of xgboost.callback.TrainingCallback
+        More callbacks, run after gbrank's.
 
     Returns
     -------
@@ -226,10 +239,11 @@ def train(given: dict, dtrain, objective: Callable | str, *, num_boost_round: in
     """
     import xgboost as xgb
 
-    callbacks = []
+    extra, callbacks = callbacks, []
     if early_stopping_rounds is not None:
         data_name, metric_name = watched([name for _, name in evals], list(metric_names))
         callbacks.append(early_stopping(early_stopping_rounds, data_name=data_name, metric_name=metric_name))
+    callbacks += list(extra)
     booster = xgb.train(
         params(objective, given),
         dtrain,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Callable, Literal
 
-__all__ = ["Guide", "ObjectiveSpec", "exports", "get", "names", "register", "specs"]
+__all__ = ["Guide", "Knob", "ObjectiveSpec", "exports", "get", "names", "register", "specs"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,40 @@ class Guide:
     kind: str
     hessian: str
     cost: str
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One setting a tuner searches: a keyword argument of a factory or an engine parameter.
+
+    Attributes
+    ----------
+    name : str
+        The keyword argument (or engine parameter) it sets.
+    low, high : float, optional
+        Range of a numeric knob, both ends included.
+    log : bool
+        Search the range on a log scale.
+    integer : bool
+        Integer values only.
+    choices : tuple, optional
+        The values of a categorical knob (numbers, strings, booleans or None), instead of a range.
+    """
+
+    name: str
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    integer: bool = False
+    choices: tuple | None = None
+
+    def __post_init__(self):
+        if (self.choices is None) == (self.low is None or self.high is None):
+            raise ValueError(f"knob {self.name!r}: give either low and high, or choices")
+        if self.choices is None and not self.low < self.high:
+            raise ValueError(f"knob {self.name!r}: low must be below high, got {self.low} and {self.high}")
+        if self.choices is not None and len(self.choices) < 2:
+            raise ValueError(f"knob {self.name!r}: choices needs at least two values")
 
 
 @dataclass(frozen=True)
@@ -78,6 +112,9 @@ class ObjectiveSpec:
     guide : Guide or None
         Its documentation: the page and the row of the table of losses. Every objective
         gbrank ships has one (the docs tests check that the page shows the factory).
+    search_space : tuple of Knob
+        The objective's own settings ``python -m gbrank.bench --tune`` searches, next to the
+        engine's tree parameters (see :mod:`gbrank.bench.tune`); empty: none.
     """
 
     name: str
@@ -89,6 +126,7 @@ class ObjectiveSpec:
     in_default_bench: bool = True
     hessian_bound: float | None = None
     guide: Guide | None = None
+    search_space: tuple[Knob, ...] = ()
 
     def factory(self) -> Callable[..., Any]:
         """The factory function (imports its module on first use)."""
@@ -172,21 +210,26 @@ _GUIDES = {
 }
 
 _PL = "gbrank.objectives.plackett_luce"
+# search spaces: ranges around each paper's and each factory's default
+_SIGMA = Knob("sigma", 0.25, 4.0, log=True)
+_CUTOFF = Knob("k", choices=(None, 5, 10, 20))
+_TRUNCATION = Knob("truncation", choices=(None, 5, 10, 20, 30))
 for _spec in (
     ObjectiveSpec("listmle", _PL, "plackett-luce", "ListMLE: Plackett-Luce likelihood of the label order (Xia et al. 2008)",
                   examples=({}, {"ties": "score"})),
     ObjectiveSpec("listmle_topk", _PL, "plackett-luce", "top-k ListMLE: likelihood of the top k positions (Xia et al. 2009)",
-                  examples=({"k": 10}, {"k": 3})),
+                  examples=({"k": 10}, {"k": 3}), search_space=(Knob("k", 1, 20, integer=True, log=True),)),
     ObjectiveSpec("wlistmle", _PL, "plackett-luce", "W-ListMLE: ListMLE weighted by NDCG gain and discount (Chen et al. 2009)",
-                  labels="exp2"),
+                  labels="exp2", search_space=(_CUTOFF,)),
     ObjectiveSpec("plackett_luce", _PL, "plackett-luce", "Plackett-Luce loss with user position weights",
                   examples=({"position_weights": [1.0, 0.5, 0.25]},), in_default_bench=False),
     ObjectiveSpec("ranknet", "gbrank.objectives.ranknet", "pairwise", "RankNet: logistic loss over label-ordered pairs",
-                  examples=({}, {"truncation": 3})),
+                  examples=({}, {"truncation": 3}), search_space=(_SIGMA,)),
     ObjectiveSpec("wranknet", "gbrank.objectives.ranknet", "pairwise", "W-RankNet: RankNet with NDCG pair weights (Chen et al. 2009)",
-                  labels="exp2"),
+                  labels="exp2", search_space=(_SIGMA,)),
     ObjectiveSpec("listnet", "gbrank.objectives.listnet", "listnet", "ListNet: cross-entropy of top-k Plackett-Luce distributions",
-                  labels="exp2", examples=({}, {"k": 2}, {"k": 3}, {"k": 3, "exact_limit": 0})),
+                  labels="exp2", examples=({}, {"k": 2}, {"k": 3}, {"k": 3, "exact_limit": 0}),
+                  search_space=(Knob("k", choices=(1, 2)),)),
     ObjectiveSpec("cosine", "gbrank.objectives.cosine", "cosine", "RankCosine: cosine between target scores and scores",
                   labels="exp2", hessian_bound=6.0),
     ObjectiveSpec("ndcg_boost", "gbrank.objectives.ndcg_boost", "ndcg-boost", "NDCG_Boost relaxation (Valizadegan et al. 2009)",
@@ -197,12 +240,15 @@ for _spec in (
                   "LambdaRank for NDCG/MAP/MRR/ERR; LightGBM's lambdarank by default", labels="exp2",
                   examples=({}, {"measure": "map"}, {"measure": "mrr", "k": 5}, {"measure": "err", "truncation": None},
                             {"gain": "linear", "discount": "zipf", "k": 10}),
-                  in_default_bench=False),
+                  in_default_bench=False,
+                  search_space=(_TRUNCATION, _SIGMA, Knob("norm", choices=(True, False)))),
     ObjectiveSpec("lambdaloss", "gbrank.objectives.lambdarank", "pairwise",
                   "LambdaLoss: NDCG-Loss2++ and the other weightings (Wang et al. 2018)", labels="exp2",
                   examples=({}, {"weighting": "ndcg_loss2"}, {"weighting": "ndcg_loss1", "truncation": 10},
                             {"weighting": "lambdarank", "norm": True}),
-                  in_default_bench=False),
+                  in_default_bench=False,
+                  search_space=(Knob("weighting", choices=("ndcg_loss2pp", "ndcg_loss2", "ndcg_loss1", "lambdarank")),
+                                Knob("mu", 1.0, 100.0, log=True), _SIGMA, _TRUNCATION)),
     ObjectiveSpec("ips_listnet", "gbrank.objectives.clicks", "clicks",
                   "IPS softmax on clicks with known or jointly estimated propensities (Ai et al. 2018)",
                   labels="any", examples=({"propensity": None},),
