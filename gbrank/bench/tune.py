@@ -38,6 +38,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from .. import engines
 from ..objectives.registry import Knob
 from .methods import Method
 from .train import FitResult, FoldCache, TreeParams, fit_method, warm_up
@@ -93,46 +94,14 @@ def _apply(method: Method, tree: TreeParams, values: dict) -> tuple[Method, Tree
     return replace(method, kwargs={**method.kwargs, **own}), replace(tree, **engine)
 
 
-class _LightGBMReport:
-    """LightGBM callback: the run's validation metric after each iteration to ``report``."""
-
-    def __init__(self, report: Callable[[int, float], None], metric_name: str) -> None:
-        # instance attributes: lgb.train reads them from the callback's __dict__; before
-        # gbrank's early stopping (30), so the stopping iteration is reported too
-        self.order = 25
-        self.before_iteration = False
-        self.report = report
-        self.metric_name = metric_name
-
-    def __call__(self, env) -> None:
-        for data, name, value, _ in env.evaluation_result_list:
-            if data == "valid" and name == self.metric_name:
-                self.report(env.iteration + 1, value)
-
-
-def _xgboost_report(report: Callable[[int, float], None], metric_name: str):
-    from xgboost.callback import TrainingCallback
-
-    class Report(TrainingCallback):
-        """XGBoost callback: the run's validation metric after each iteration to ``report``."""
-
-        def after_iteration(self, model, epoch, evals_log) -> bool:
-            report(epoch + 1, evals_log["valid"][metric_name][-1])
-            return False
-
-    return Report()
-
-
 def _pruning_callbacks(engine: str, trial, optuna, metric_name: str) -> tuple:
     def report(step: int, value: float) -> None:
         trial.report(value, step)
         if trial.should_prune():
             raise optuna.TrialPruned(f"pruned after iteration {step}")
 
-    if engine == "lightgbm":
-        return (_LightGBMReport(report, metric_name),)
-    if engine == "xgboost":
-        return (_xgboost_report(report, metric_name),)
+    if engine in ("lightgbm", "xgboost"):
+        return (engines.report_callback(engine, report, "valid", metric_name),)
     return ()
 
 

@@ -8,6 +8,7 @@ harness, ``gbrank.dask``) and every objective call goes through it.
 * :func:`start_score`: the starting score a custom objective trains from, 0 in both engines;
 * :func:`watched` and :class:`BestRound`: the early-stopping rule, **the first metric on
   the last eval set, higher is better**, with the best round as the model's length;
+* :func:`report_callback`: an engine callback that hands a tuner each iteration's metric;
 * :func:`predict`: raw scores of a LightGBM or XGBoost booster, as float64;
 * :func:`query_folds`: cross-validation folds that keep queries whole, for ``lgb.cv(folds=)``;
 * :func:`with_position`: displayed positions bound to an objective that reads them.
@@ -45,6 +46,7 @@ __all__ = [
     "predict",
     "query_folds",
     "read",
+    "report_callback",
     "start_score",
     "uses_position",
     "watched",
@@ -60,6 +62,16 @@ def read(data) -> Fields:
     if engine == "xgboost":
         return xgboost.read(data)
     raise TypeError(f"expected a lightgbm.Dataset or an xgboost.DMatrix, got {type(data).__name__}")
+
+
+def report_callback(engine: str, report, data_name: str, metric_name: str):
+    """A ``"lightgbm"`` or ``"xgboost"`` training callback calling ``report(iteration, value)``
+    with ``metric_name`` on the eval set ``data_name`` after each iteration (from 1)."""
+    if engine == "lightgbm":
+        return lightgbm.Report(report, data_name, metric_name)
+    if engine == "xgboost":
+        return xgboost.report_callback(report, data_name, metric_name)
+    raise ValueError(f"engine must be 'lightgbm' or 'xgboost', got {engine!r}")
 
 
 def predict(booster, X, rounds: int | None = None) -> np.ndarray:

@@ -204,6 +204,25 @@ class EarlyStopping:
             raise EarlyStopException(self._best_iteration, self._best_results)
 
 
+class Report:
+    """LightGBM callback: one eval set's metric after each iteration, to ``report(iteration, value)``
+    (iterations from 1), for tuners that prune unpromising runs."""
+
+    def __init__(self, report: Callable[[int, float], None], data_name: str, metric_name: str) -> None:
+        # instance attributes: lgb.train reads them from the callback's __dict__; before
+        # gbrank's early stopping (30), so the stopping iteration is reported too
+        self.order = 25
+        self.before_iteration = False
+        self.report = report
+        self.data_name = data_name
+        self.metric_name = metric_name
+
+    def __call__(self, env) -> None:
+        for data, name, value, _ in env.evaluation_result_list:
+            if data == self.data_name and name == self.metric_name:
+                self.report(env.iteration + 1, value)
+
+
 def best_iteration(booster) -> int:
     """Rounds to predict with: the best round (1-based) under early stopping, else all."""
     best = int(booster.best_iteration)

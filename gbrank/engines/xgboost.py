@@ -158,6 +158,19 @@ def early_stopping(
     return EarlyStopping(rounds=int(rounds), metric_name=metric_name, data_name=data_name, maximize=True,
                          save_best=save_best, min_delta=min_delta)
 
+def report_callback(report: Callable[[int, float], None], data_name: str, metric_name: str):
+    """XGBoost callback: one eval set's metric after each iteration, to
+    ``report(iteration, value)`` (iterations from 1), for tuners that prune unpromising runs."""
+    from xgboost.callback import TrainingCallback
+
+    class Report(TrainingCallback):
+        def after_iteration(self, model, epoch, evals_log) -> bool:
+            report(epoch + 1, evals_log[data_name][metric_name][-1])
+            return False
+
+    return Report()
+
+
 def maximize_early_stopping(metric_names: Sequence[str]) -> None:
     """Make the early stopping of the running ``xgb.train`` / ``xgb.cv`` maximise a gbrank metric.
 
