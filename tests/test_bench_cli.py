@@ -173,11 +173,67 @@ def test_one_letor_fold_directory_is_one_split(tmp_path):
                      "--out", str(out)]) == 0
     predictions = pd.read_csv(out / "predictions.csv.gz")
     assert set(predictions["fold"]) == {"Fold1"}
+    # named after the data set, not the fold directory
+    assert set(predictions["dataset"]) == {"MQ"}
+    assert "## MQ" in (out / "report.md").read_text()
     test = parts["test"]
     run = predictions[(predictions["method"] == "lgb:listmle") & (predictions["seed"] == 0)]
     np.testing.assert_array_equal(run["qid"], test.qid + 200)
     np.testing.assert_array_equal(run["label"], test.y)
     assert "as one split" in (out / "report.md").read_text()
+
+
+def _letor_dataset(root, n_folds=1):
+    parts = {}
+    for f in range(1, n_folds + 1):
+        fold = root / f"Fold{f}"
+        fold.mkdir(parents=True)
+        for i, split in enumerate(("train", "vali", "test")):
+            parts[f, split] = make_ranking(n_queries=6, docs_per_query=(3, 6), n_features=3, n_levels=3, seed=10 * f + i)
+            _write_letor(fold / f"{split}.txt", parts[f, split], qid_offset=100 * i)
+    return parts
+
+
+def test_load_letor_fold_reads_a_fold_directory_as_the_command_line_does(tmp_path):
+    from gbrank.bench import parse_data
+    from gbrank.datasets import load_letor_fold
+
+    parts = _letor_dataset(tmp_path / "MQ", n_folds=2)
+    direct = load_letor_fold(tmp_path / "MQ" / "Fold2")
+    numbered = load_letor_fold(tmp_path / "MQ", 2)
+    bench = parse_data(f"letor:{tmp_path / 'MQ' / 'Fold2'}").fold(0)
+    for i, split in enumerate(("train", "vali", "test")):
+        np.testing.assert_array_equal(direct[i].y, parts[2, split].y)
+        for other in (numbered[i], (bench.train, bench.valid, bench.test)[i]):
+            np.testing.assert_array_equal(other.X, direct[i].X)
+            np.testing.assert_array_equal(other.qid, direct[i].qid)
+
+
+def test_load_letor_fold_errors_say_what_the_directory_holds(tmp_path):
+    from gbrank.datasets import load_letor_fold
+
+    _letor_dataset(tmp_path / "MQ", n_folds=2)
+    with pytest.raises(FileNotFoundError, match=r"Fold1/Fold1: .*Fold1 is itself a fold directory; read it with "
+                       r"load_letor_fold\(.*\) \(no fold=\)"):
+        load_letor_fold(tmp_path / "MQ" / "Fold1", 1)
+    with pytest.raises(ValueError, match=r"holds the folds Fold1, Fold2: choose one with fold="):
+        load_letor_fold(tmp_path / "MQ")
+    with pytest.raises(FileNotFoundError, match=r"no fold directory .*Fold3: it holds Fold1, Fold2"):
+        load_letor_fold(tmp_path / "MQ", 3)
+    with pytest.raises(FileNotFoundError, match=r"is neither a fold directory .* nor a dataset directory"):
+        load_letor_fold(tmp_path)
+    with pytest.raises(FileNotFoundError, match="no such directory"):
+        load_letor_fold(tmp_path / "nowhere")
+
+
+def test_a_real_fold_directory_is_named_after_its_data_set(letor_path):
+    from gbrank.bench import parse_data
+    from gbrank.datasets import load_letor_fold
+
+    fold = letor_path("letor4_mq2008/Fold1")
+    data = parse_data(f"letor:{fold}")
+    assert data.name == "letor4_mq2008" and data.fold(0).name == "Fold1"
+    np.testing.assert_array_equal(load_letor_fold(fold).test.y, data.fold(0).test.y)
 
 
 def test_a_directory_without_folds_or_files_is_refused(tmp_path, capsys):
