@@ -22,7 +22,7 @@ pytest.importorskip("tqdm")
 import gbrank  # noqa: E402
 from gbrank.bench import BenchConfig, TreeParams, parse_methods, run_benchmark  # noqa: E402
 from gbrank.bench import __main__ as cli  # noqa: E402
-from gbrank.bench.methods import all_method_names, default_method_names  # noqa: E402
+from gbrank.bench.methods import all_method_names, default_method_names, method_objective  # noqa: E402
 from gbrank.datasets import make_ranking  # noqa: E402
 from gbrank.objectives import registry  # noqa: E402
 
@@ -43,8 +43,9 @@ def test_every_method_help_names_is_listed(capsys):
     named = {m.split("(")[0] for m in re.findall(r"\b(?:lgb|xgb|native):[A-Za-z_:]+[A-Za-z_]", help_text)}
     assert named and named <= listed, named - listed
     for name in registry.names():
-        assert re.search(rf"^\s+{name}\s", help_text, re.M), name
-        assert f"lgb:{name}" in listed and f"xgb:{name}" in listed
+        assert re.search(rf"^\s+{method_objective(name)}\s", help_text, re.M), name
+        assert f"lgb:{method_objective(name)}" in listed and f"xgb:{method_objective(name)}" in listed
+    assert len(listed) == len(set(listed)) == len(all_method_names())
 
 
 @pytest.mark.slow
@@ -354,3 +355,55 @@ def test_a_bare_built_in_name_is_the_built_in_and_arguments_name_gbrank():
     ours = parse_method("lgb:lambdarank(measure=map)")
     assert not ours.builtin and repr(ours.build()).startswith("lambdarank(measure='map'")
     assert not parse_method("xgb:lambdarank").builtin  # XGBoost has no built-in of that name
+
+
+def test_gbrank_lambdarank_has_one_name_in_every_engine(capsys):
+    from gbrank.bench.methods import parse_method
+
+    for engine in ("lgb", "xgb"):
+        method = parse_method(f"{engine}:gbrank_lambdarank")
+        assert method.name == f"{engine}:gbrank_lambdarank" and not method.builtin
+        assert repr(method.build()) == repr(gbrank.lambdarank())
+    # the old spellings still work and are named the unambiguous way
+    assert parse_method("lgb:lambdarank(k=10)").name == "lgb:gbrank_lambdarank(k=10)"
+    assert parse_method("xgb:lambdarank").name == "xgb:gbrank_lambdarank"
+    assert parse_method("lgb:gbrank_lambdarank(k=10)") == parse_method("lgb:lambdarank(k=10)")
+    lines = [line for line in _full_list(capsys) if "gbrank_lambdarank" in line or "lgb:lambdarank" in line]
+    assert [line.split()[0] for line in lines] == ["lgb:lambdarank", "lgb:gbrank_lambdarank", "xgb:gbrank_lambdarank"]
+    assert "built-in" in lines[0] and "built-in" not in lines[1]
+    with pytest.raises(ValueError, match="unknown method"):
+        parse_method("lgb:gbrank_listmle")  # the prefix only where a built-in has the name
+
+
+def _full_list(capsys) -> list[str]:
+    assert cli.main(["--list-methods"]) == 0
+    return capsys.readouterr().out.splitlines()
+
+
+@pytest.mark.parametrize(
+    "typed, suggested",
+    [
+        ("lambdaloss", "lgb:lambdaloss"),
+        ("listnett", "lgb:listnet"),
+        ("xgb:lambdalos", "xgb:lambdaloss"),
+        ("xbg:lambdalos", "xgb:lambdaloss"),
+        ("xgb:listnett", "xgb:listnet"),
+        ("native:ndcgbost", "native:ndcgboost"),
+        ("gbrank_lambdarank", "lgb:gbrank_lambdarank"),
+    ],
+)
+def test_suggestions_prefer_the_typed_engine_then_lgb(typed, suggested):
+    from gbrank.bench.methods import parse_method
+
+    with pytest.raises(ValueError, match=re.escape(f"(did you mean {suggested!r}?)")):
+        parse_method(typed)
+
+
+@pytest.mark.parametrize("typed", ["lgb:nonsense", "xgb:nonsense", "nonsense"])
+def test_error_messages_list_no_name_twice(typed):
+    from gbrank.bench.methods import parse_method
+
+    with pytest.raises(ValueError) as info:
+        parse_method(typed)
+    listed = re.split(r",\s*", info.value.args[0].rsplit(": ", 1)[1])
+    assert len(listed) == len(set(listed)) > 10, listed

@@ -15,7 +15,7 @@ from ..objectives import registry
 from ..datasets import make_ranking
 from .data import _NAME, _SYNTHETIC_ALIASES, DEFAULT_SYNTHETIC, parse_data
 from .evaluate import CONVENTIONS
-from .methods import all_method_names, default_method_names, describe, group_names, parse_methods
+from .methods import all_method_names, default_method_names, describe, group_names, method_objective, parse_methods
 from .report import new_report_dir, write_report
 from .run import DEFAULT_BASELINE, DEFAULT_FOLDS, DEFAULT_SEEDS, PROGRESS_MODES, BenchConfig, run_benchmark
 from .train import TreeParams
@@ -25,11 +25,11 @@ _SYNTHETIC_DEFAULT = "queries={n_queries},docs={docs_per_query},features={n_feat
 
 def _epilog() -> str:
     """The methods and data specs, with the gbrank objectives read from the registry."""
-    width = max(len(n) for n in registry.names())
+    width = max(len(method_objective(n)) for n in registry.names())
     objectives = []
     for name in registry.names():
         spec = registry.get(name)
-        line = f"    {name:<{width}}  {spec.family}: {spec.summary}"
+        line = f"    {method_objective(name):<{width}}  {spec.family}: {spec.summary}"
         if spec.examples[0]:
             line += " [default " + ", ".join(f"{k}={v!r}" for k, v in spec.examples[0].items()) + "]"
         objectives.append(line)
@@ -37,7 +37,8 @@ def _epilog() -> str:
     return f"""\
 methods: <engine>:<objective>, comma-separated; engines lgb, xgb, native.
   built-ins: lgb:lambdarank, lgb:rank_xendcg, xgb:rank:ndcg, xgb:rank:pairwise
-  gbrank objectives (in lgb or xgb, e.g. lgb:listmle or xgb:listmle):
+  gbrank objectives (in lgb or xgb, e.g. lgb:listmle or xgb:listmle; gbrank's LambdaRank is
+  lgb:gbrank_lambdarank or xgb:gbrank_lambdarank, lgb:lambdarank being LightGBM's own):
 {objectives}
     factory arguments in parentheses override the defaults, e.g. lgb:listmle_topk(k=3)
     or "lgb:listnet(k=2, target=rank_log)"
