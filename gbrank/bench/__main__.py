@@ -14,7 +14,7 @@ from pathlib import Path
 from ..objectives import registry
 from ..datasets import make_ranking
 from .data import _NAME, _SYNTHETIC_ALIASES, DEFAULT_SYNTHETIC, parse_data
-from .evaluate import CONVENTIONS
+from .evaluate import CONVENTIONS, GAINS
 from .methods import all_method_names, default_method_names, describe, group_names, method_objective, parse_methods
 from .report import new_report_dir, write_report
 from .run import DEFAULT_BASELINE, DEFAULT_FOLDS, DEFAULT_SEEDS, PROGRESS_MODES, BenchConfig, run_benchmark
@@ -128,6 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--conventions", choices=sorted(CONVENTIONS), default="lightgbm",
                         help="metric conventions: lightgbm (gbrank's defaults) or letor (LETOR's "
                         "evaluation script, as in the papers) (default: lightgbm)")
+    parser.add_argument("--gain", choices=GAINS, default="auto",
+                        help="NDCG gain of the evaluation and of every method with a gain (LightGBM's "
+                        "label_gain, XGBoost's ndcg_exp_gain, a gbrank objective's gain or target): exp2 "
+                        "(2^l-1, integer labels 0..31) or linear (the label, any labels >= 0); auto: "
+                        "gbrank.Ranker's label policy, exp2 for integer labels 0..31, else linear, "
+                        "chosen per data set from all its labels (default: auto)")
     trees = parser.add_argument_group("tree parameters (the same for every method)")
     trees.add_argument("--learning-rate", type=_positive_float, default=defaults.learning_rate, metavar="X",
                        help=f"(default: {defaults.learning_rate})")
@@ -279,6 +285,7 @@ def main(argv=None) -> int:
             max_bin=args.max_bin,
         ),
         conventions=args.conventions,
+        gain=args.gain,
     )
     try:
         results = run_benchmark(datasets, methods, folds=args.folds, config=config, baseline=baseline,

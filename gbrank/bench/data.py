@@ -90,6 +90,15 @@ class BenchData:
     description: str
     n_folds: int
     _load: Callable[[int], Fold] = field(repr=False)
+    _labels: Callable[[], np.ndarray] | None = field(default=None, repr=False)
+
+    def labels(self) -> np.ndarray:
+        """Every label of the data set as given (the gain policy reads them): the data that
+        was cut into folds, or else the union of every fold's parts."""
+        if self._labels is not None:
+            return self._labels()
+        parts = [part.y for fold in self.folds() for part in (fold.train, fold.valid, fold.test) if part is not None]
+        return np.concatenate(parts)
 
     def fold(self, i: int) -> Fold:
         """Fold ``i`` (0-based)."""
@@ -146,6 +155,7 @@ def _cv_data(name: str, description: str, data: RankingData, n_folds: int) -> Be
         f"{data.n_features} features; {split}",
         n_folds=n_folds,
         _load=folds.__getitem__,
+        _labels=lambda: data.y,
     )
 
 

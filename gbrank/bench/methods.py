@@ -246,20 +246,28 @@ class Method:
             return str(exc)
         return None
 
-    def build(self, seed: int = 0) -> Any:
+    def build(self, seed: int = 0, *, gain: str | None = None) -> Any:
         """A fresh objective (or native estimator) for one run; a string for built-ins.
 
         ``seed`` goes to the native estimator's ``random_state`` and to a gbrank objective
-        that has a ``seed`` setting, unless the method name sets it.
+        that has a ``seed`` setting, unless the method name sets it. ``gain`` (``"exp2"`` or
+        ``"linear"``) goes to the ``gain`` setting of the objective or estimator, or else to
+        its ``target`` (ListNet, RankCosine: the same names), unless the name sets either.
         """
         if self.builtin:
             return self.objective
         factory = self.factory()
         kwargs = self.settings()
+        parameters = inspect.signature(factory).parameters
+        if gain is not None and not {"gain", "target"} & set(kwargs):
+            for setting in ("gain", "target"):
+                if setting in parameters:
+                    kwargs[setting] = gain
+                    break
         if self.engine == "native":
             kwargs.setdefault("random_state", seed)
             return factory(**kwargs)
-        if "seed" in inspect.signature(factory).parameters:
+        if "seed" in parameters:
             kwargs.setdefault("seed", seed)
         return factory(**kwargs)
 

@@ -119,7 +119,7 @@ def verdict(sig: pd.DataFrame, dataset: str, baseline: str | None, n_seeds: int)
     significant after Holm's correction over all methods compared."""
     rows = sig[sig["dataset"] == dataset] if not sig.empty else sig
     if baseline is None or rows.empty:
-        return f"**{dataset}**: no comparison with a baseline (fewer than two methods ran)."
+        return f"**{dataset}**: no comparison with a baseline (fewer than two methods ran; see 'Not run')."
     m = len(rows)
     per_seed = f", each query's NDCG@10 averaged over the {n_seeds} seeds" if n_seeds > 1 else ""
     how = (f"Paired over the {int(rows['n_queries'].max())} test queries{per_seed}; 95% t interval; "
@@ -287,6 +287,10 @@ def write_report(results: Results, out: str | Path, *, command: str | None = Non
         f"min hessian sum {params['min_child_weight']} per leaf, {params['max_bin']} bins; "
         "the native NDCG_Boost boosts decision stumps.",
         f"- Metrics: {cfg['conventions_description']}.",
+        "- Gain (`--gain " + cfg.get("gain", "auto") + "`): "
+        + "; ".join(f"{d['name']}: {d['gain_reason']}" for d in results.datasets if "gain_reason" in d)
+        + ". The evaluation and every method with a gain use it (LightGBM's `label_gain`, XGBoost's "
+        "`ndcg_exp_gain`, a gbrank objective's `gain` or `target`), unless a method's name sets one.",
         f"- Significance: per-query {sig['metric'].iloc[0] if not sig.empty else 'ndcg@10'} of each method "
         f"against the baseline **{results.baseline}**, each query's value averaged over the seeds first (seeds "
         "re-train on the same queries and must not count as more observations), then paired over all test "

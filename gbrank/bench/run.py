@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 
 from .data import BenchData, parse_data
-from .evaluate import CONVENTIONS, ndcg_at, per_query_metrics
+from .evaluate import CONVENTIONS, GAINS, gain_description, ndcg_at, per_query_metrics
 from .methods import Method, parse_methods
-from .train import FoldCache, TreeParams, fit_method
+from .train import FoldCache, LabelGain, TreeParams, fit_method
 
 __all__ = ["DEFAULT_BASELINE", "DEFAULT_FOLDS", "DEFAULT_SEEDS", "PROGRESS_MODES", "BenchConfig", "Results", "run_benchmark"]
 
@@ -49,6 +49,11 @@ class BenchConfig:
         Tree parameters, the same for every method.
     conventions : {"lightgbm", "letor"}
         Metric conventions (:mod:`gbrank.bench.evaluate`).
+    gain : {"auto", "exp2", "linear"}
+        NDCG gain of the evaluation and of every method that has a gain, unless its name
+        sets one (:class:`~gbrank.bench.train.LabelGain`): ``2**l - 1`` or the label. ``auto``
+        follows :class:`gbrank.Ranker`'s label policy on each data set's labels: ``exp2`` for
+        integer labels 0..31, ``linear`` otherwise.
     curve_k : int
         Cut-off of the validation NDCG recorded per iteration.
     """
@@ -59,6 +64,7 @@ class BenchConfig:
     threads: int = 1
     params: TreeParams = field(default_factory=TreeParams)
     conventions: str = "lightgbm"
+    gain: str = "auto"
     curve_k: int = 10
 
     def __post_init__(self):
@@ -72,6 +78,8 @@ class BenchConfig:
             raise ValueError(f"threads must be at least 1, got {self.threads}")
         if self.conventions not in CONVENTIONS:
             raise ValueError(f"conventions must be one of {', '.join(CONVENTIONS)}, got {self.conventions!r}")
+        if self.gain not in GAINS:
+            raise ValueError(f"gain must be one of {', '.join(GAINS)}, got {self.gain!r}")
 
     def as_dict(self) -> dict:
         out = asdict(self)
@@ -87,7 +95,8 @@ class Results:
     ----------
     config : dict
     datasets : list of dict
-        ``name``, ``description``, ``n_folds``.
+        ``name``, ``description``, ``n_folds``, ``gain`` (the resolved NDCG gain,
+        ``"exp2"`` or ``"linear"``), ``gain_reason``.
     methods : list of dict
         ``name``, ``engine``, ``objective``, ``family``, ``builtin``, ``available``, ``reason``.
     baseline : str or None
@@ -164,6 +173,32 @@ class _Progress:
             self.bar.close()
 
 
+def _gain_reason(requested: str, gain: LabelGain) -> str:
+    """Why the data set's NDCG gain is what it is, for the report."""
+    text = f"NDCG gain {gain_description(gain.gain)}"
+    if requested != "auto":
+        return f"{text} (--gain {requested})"
+    if gain.gain == "exp2":
+        return f"{text} (auto: integer labels 0..{gain.max_label:g})"
+    why = "fractional labels" if not gain.integer else f"labels up to {gain.max_label:g}, above 31"
+    return f"{text} (auto: {why})"
+
+
+def _baseline_that_ran(default: str, methods: list[Method], runs: list[dict], datasets: list[str]) -> str:
+    """``default``, or when it has no successful run on some dataset, the first method that
+    has one on every dataset: a baseline without results would leave nothing compared."""
+
+    def ran_everywhere(name: str) -> bool:
+        return {r["dataset"] for r in runs if r["method"] == name and r["status"] == "ok"} >= set(datasets)
+
+    if ran_everywhere(default):
+        return default
+    fallback = next((m.name for m in methods if ran_everywhere(m.name)), default)
+    if fallback != default:
+        print(f"gbrank.bench: the baseline is {fallback}: {default} did not run on every dataset", file=sys.stderr)
+    return fallback
+
+
 def _choose_baseline(baseline, methods: list[Method]) -> str | None:
     names = [m.name for m in methods]
     if baseline is None:
@@ -198,7 +233,8 @@ def run_benchmark(
     config : BenchConfig, optional
     baseline : str, optional
         Method the significance tests compare against; default ``lgb:lambdarank`` when it
-        is in the grid, otherwise the first method.
+        is in the grid and ran on every dataset (it cannot run on fractional labels),
+        otherwise the first method that did.
     qid_col, label_col : str
         Column names of tables.
     progress : {"auto", "bar", "lines", "off"}
@@ -220,10 +256,11 @@ def run_benchmark(
     grid = parse_methods(methods)
     if config.params.linear_tree and any(m.engine == "xgboost" for m in grid):
         raise ValueError("linear_tree is a LightGBM option: drop the xgb methods or linear_tree")
+    chosen = baseline is not None
     baseline = _choose_baseline(baseline, grid)
     conventions = CONVENTIONS[config.conventions]
-    metric = ndcg_at(config.curve_k, conventions)
     metric_name = f"ndcg@{config.curve_k}"
+    gains = {d.name: LabelGain.of(config.gain, d.labels()) for d in datasets}
     _set_threads(config.threads)
 
     method_info, runnable = [], []
@@ -243,6 +280,8 @@ def run_benchmark(
     bar = _Progress(total, mode)
     try:
         for dataset in datasets:
+            gain = gains[dataset.name]
+            metric = ndcg_at(config.curve_k, conventions, gain.gain)
             for fold_index in range(dataset.n_folds):
                 fold = dataset.fold(fold_index)
                 cache = FoldCache(fold, config.params, config.threads)
@@ -256,9 +295,9 @@ def run_benchmark(
                         try:
                             result = fit_method(
                                 method, cache, rounds=config.rounds, early_stopping=config.early_stopping,
-                                seed=seed, metric=metric, metric_name=metric_name,
+                                seed=seed, metric=metric, metric_name=metric_name, gain=gain,
                             )
-                            figures = per_query_metrics(test.y, result.test_scores, test.group, conventions)
+                            figures = per_query_metrics(test.y, result.test_scores, test.group, conventions, gain.gain)
                         except Exception as exc:  # one failing method must not lose the others' results
                             runs.append({**key, "status": "failed", "error": f"{type(exc).__name__}: {exc}"})
                             print(f"gbrank.bench: {method.name} failed on {dataset.name} {fold.name} seed {seed}:\n"
@@ -292,11 +331,15 @@ def run_benchmark(
     finally:
         bar.close()
 
+    if not chosen:
+        baseline = _baseline_that_ran(baseline, runnable, runs, [d.name for d in datasets])
     columns = ["dataset", "fold", "seed", "method", "query", "qid"]
     return Results(
         config={**config.as_dict(), "folds": folds, "curve_metric": metric_name,
                 "conventions_description": conventions.description},
-        datasets=[{"name": d.name, "description": d.description, "n_folds": d.n_folds} for d in datasets],
+        datasets=[{"name": d.name, "description": d.description, "n_folds": d.n_folds,
+                   "gain": gains[d.name].gain, "gain_reason": _gain_reason(config.gain, gains[d.name])}
+                  for d in datasets],
         methods=method_info,
         baseline=baseline,
         runs=runs,
