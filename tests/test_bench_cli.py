@@ -290,7 +290,8 @@ def test_out_is_checked_by_the_real_check_when_writable(tmp_path):
 
 
 # --------------------------------------------------------------------------- progress
-_LINE = re.compile(r"^gbrank\.bench \[(\d+)/(\d+)\] synthetic fold\d seed (\d) (\S+): NDCG@10 (\d\.\d{4}), \d+\.\d\d s$")
+_LINE = re.compile(r"^gbrank\.bench \[(\d+)/(\d+)\] synthetic fold\d seed (\d) (\S+): NDCG@10 (\d\.\d{4}), "
+                   r"train (\d+\.\d\d) s, run (\d+\.\d\d) s$")
 
 
 def test_progress_lines_when_stderr_is_not_a_terminal(capsys):
@@ -306,6 +307,9 @@ def test_progress_lines_when_stderr_is_not_a_terminal(capsys):
         fold = re.search(r"(fold\d)", line).group(1)
         run = by_run[(fold, int(match.group(3)), match.group(4))]
         assert float(match.group(5)) == pytest.approx(run["ndcg@10"], abs=5e-5)
+        # "train" is the report's train s; "run" the whole run, which holds it
+        assert float(match.group(6)) == pytest.approx(run["train_seconds"], abs=5e-3)
+        assert float(match.group(7)) >= float(match.group(6))
     assert "%|" not in err
 
 
@@ -407,3 +411,35 @@ def test_error_messages_list_no_name_twice(typed):
         parse_method(typed)
     listed = re.split(r",\s*", info.value.args[0].rsplit(": ", 1)[1])
     assert len(listed) == len(set(listed)) > 10, listed
+
+
+# --------------------------------------------------------------------------- output a person reads
+def test_single_panel_plot_titles_fit_the_figure(tmp_path, monkeypatch):
+    from gbrank.bench import plots, write_report
+
+    titles = []
+    save = plots._save
+
+    def measured(fig, path):
+        if fig._suptitle is not None:
+            box = fig._suptitle.get_window_extent(fig.canvas.get_renderer())
+            titles.append((fig._suptitle.get_text(), box, fig.bbox))
+        return save(fig, path)
+
+    monkeypatch.setattr(plots, "_save", measured)
+    results = run_benchmark(TINY, "lgb:lambdarank,lgb:listmle", folds=3, config=BenchConfig(rounds=3), progress="off")
+    write_report(results, tmp_path / "r")
+    assert len(titles) == 2  # NDCG@k and the validation curves, one panel each
+    for text, box, frame in titles:
+        assert box.x0 >= frame.x0 and box.x1 <= frame.x1, text
+        assert "\n" in text
+
+
+def test_the_command_line_prints_the_verdict_and_the_path_not_the_tables(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert cli.main(["--data", TINY, "--methods", "lgb:lambdarank,lgb:listmle", "--folds", "3", "--rounds", "2",
+                     "--out", str(out)]) == 0
+    printed = capsys.readouterr().out.strip().splitlines()
+    assert printed[0].startswith("synthetic: ") and "best" in printed[0] and "**" not in printed[0]
+    assert printed[-1] == f"Report: {(out / 'report.md').resolve()}"
+    assert len(printed) <= 4 and not any(line.startswith("|") for line in printed)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -98,7 +99,11 @@ def _save_panels(fig, axes, path: Path, *, xlabel: str, ylabel: str, title: str)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.label_outer()
-    fig.suptitle(title, fontsize=11)
+    # a title wider than the figure is cut on both sides (one panel is 6.5 inches): wrap it
+    # at the characters that fit, about 0.6 of the font size each
+    fontsize = 11
+    width = int(fig.get_figwidth() * 72 / (0.6 * fontsize))
+    fig.suptitle(textwrap.fill(title, width=width), fontsize=fontsize)
     return _save(fig, path)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import traceback
@@ -12,10 +13,20 @@ import pandas as pd
 
 from .data import BenchData, parse_data
 from .evaluate import CONVENTIONS, GAINS, gain_description, ndcg_at, per_query_metrics
+from .journal import Journal, Record
 from .methods import Method, parse_methods
 from .train import FoldCache, LabelGain, TreeParams, fit_method
 
-__all__ = ["DEFAULT_BASELINE", "DEFAULT_FOLDS", "DEFAULT_SEEDS", "PROGRESS_MODES", "BenchConfig", "Results", "run_benchmark"]
+__all__ = [
+    "DEFAULT_BASELINE",
+    "DEFAULT_FOLDS",
+    "DEFAULT_SEEDS",
+    "PROGRESS_MODES",
+    "BenchConfig",
+    "Results",
+    "journal_settings",
+    "run_benchmark",
+]
 
 DEFAULT_BASELINE = "lgb:lambdarank"
 #: Folds and seeds of ``python -m gbrank.bench`` without options. On its data one seed ranks
@@ -111,6 +122,10 @@ class Results:
     predictions : DataFrame
         The test scores: ``dataset, fold, seed, method, query, qid, label, score``, in the
         test part's row order, enough to recompute every figure.
+    partial : bool
+        Whether the benchmark was interrupted (Ctrl-C) before every run finished.
+    n_planned : int or None
+        The number of runs of the whole grid.
     """
 
     config: dict
@@ -120,6 +135,8 @@ class Results:
     runs: list
     per_query: pd.DataFrame
     predictions: pd.DataFrame
+    partial: bool = False
+    n_planned: int | None = None
 
 
 
@@ -159,18 +176,27 @@ class _Progress:
         if self.bar is not None:
             self.bar.set_postfix_str(f"{key['dataset']} {key['fold']} seed {key['seed']} {key['method']}", refresh=False)
 
-    def finish(self, key: dict, seconds: float, ndcg: float | None) -> None:
+    def finish(self, key: dict, seconds: float, ndcg: float | None, train_seconds: float | None) -> None:
+        """``train``: the report's ``train s`` (the engine's training call); ``run``: the whole
+        run, which adds building the fold's engine data (first method of a fold), compiling
+        kernels (first use in the process), the validation metric and scoring the test part."""
         self.done += 1
         if self.bar is not None:
             self.bar.update()
         elif self.mode == "lines":
-            outcome = "failed" if ndcg is None else f"NDCG@10 {ndcg:.4f}"
+            outcome = "failed" if ndcg is None else f"NDCG@10 {ndcg:.4f}, train {train_seconds:.2f} s"
             print(f"gbrank.bench [{self.done}/{self.total}] {key['dataset']} {key['fold']} seed {key['seed']} "
-                  f"{key['method']}: {outcome}, {seconds:.2f} s", file=sys.stderr, flush=True)
+                  f"{key['method']}: {outcome}, run {seconds:.2f} s", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+def journal_settings(config: BenchConfig, folds: int, datasets: list[BenchData]) -> dict:
+    """What a resumed benchmark must share with the runs in its journal: the settings, and
+    each data set's description under its name."""
+    return {"config": {**config.as_dict(), "folds": folds}, "datasets": {d.name: d.description for d in datasets}}
 
 
 def _gain_reason(requested: str, gain: LabelGain) -> str:
@@ -219,6 +245,8 @@ def run_benchmark(
     qid_col: str = "qid",
     label_col: str = "label",
     progress: str | bool | None = "auto",
+    journal: str | os.PathLike | None = None,
+    resume: bool = False,
 ) -> Results:
     """Train and score every method on every fold of every dataset.
 
@@ -239,12 +267,22 @@ def run_benchmark(
         Column names of tables.
     progress : {"auto", "bar", "lines", "off"}
         ``bar``: a progress bar on stderr; ``lines``: one line per finished run on stderr
-        (dataset, fold, seed, method, test NDCG@10, seconds); ``auto`` (or None): the bar
+        (dataset, fold, seed, method, test NDCG@10, ``train`` seconds as the report's
+        ``train s``, and ``run`` seconds of the whole run: engine data, compiling, scoring); ``auto`` (or None): the bar
         when stderr is a terminal, the lines otherwise. True and False mean bar and off.
+    journal : str or path-like, optional
+        A directory where each run is written as it finishes (``runs.csv`` and
+        ``runs.jsonl``, :mod:`gbrank.bench.journal`), usually the report's.
+    resume : bool
+        Read the runs already in ``journal`` instead of training them again (refused when
+        they were made with other settings); otherwise ``journal`` starts anew.
 
     Returns
     -------
     Results
+        On an interruption (``KeyboardInterrupt``, Ctrl-C) the runs that finished, with
+        ``partial=True``: pass them to :func:`write_report`, and resume later with
+        ``resume=True``.
     """
     config = config or BenchConfig()
     mode = _progress_mode(progress)
@@ -275,9 +313,16 @@ def run_benchmark(
         else:
             print(f"gbrank.bench: {method.name} is unavailable and skipped: {reason}", file=sys.stderr)
 
-    runs, per_query, predictions = [], [], []
-    total = sum(d.n_folds for d in datasets) * len(config.seeds) * len(runnable)
-    bar = _Progress(total, mode)
+    log = None if journal is None else Journal(journal, journal_settings(config, folds, datasets), resume=resume)
+    finished = {} if log is None else log.finished
+    grid_keys = {(d.name, seed, m.name) for d in datasets for seed in config.seeds for m in runnable}
+    resumed = sum((k[0], k[2], k[3]) in grid_keys for k in finished)
+    planned = sum(d.n_folds for d in datasets) * len(config.seeds) * len(runnable)
+    if resumed:
+        print(f"gbrank.bench: resuming: {resumed} of {planned} runs are in {journal} already", file=sys.stderr)
+    records: list[Record] = []
+    interrupted = False
+    bar = _Progress(planned - resumed, mode)
     try:
         for dataset in datasets:
             gain = gains[dataset.name]
@@ -285,51 +330,31 @@ def run_benchmark(
             for fold_index in range(dataset.n_folds):
                 fold = dataset.fold(fold_index)
                 cache = FoldCache(fold, config.params, config.threads)
-                test = fold.test
-                query_of_row = np.repeat(np.arange(test.n_queries), test.group)
                 for seed in config.seeds:
                     for method in runnable:
                         key = {"dataset": dataset.name, "fold": fold.name, "seed": seed, "method": method.name}
+                        done = finished.get(tuple(key.values()))
+                        if done is not None:
+                            records.append(done)
+                            continue
                         bar.start(key)
                         started = time.perf_counter()
-                        try:
-                            result = fit_method(
-                                method, cache, rounds=config.rounds, early_stopping=config.early_stopping,
-                                seed=seed, metric=metric, metric_name=metric_name, gain=gain,
-                            )
-                            figures = per_query_metrics(test.y, result.test_scores, test.group, conventions, gain.gain)
-                        except Exception as exc:  # one failing method must not lose the others' results
-                            runs.append({**key, "status": "failed", "error": f"{type(exc).__name__}: {exc}"})
-                            print(f"gbrank.bench: {method.name} failed on {dataset.name} {fold.name} seed {seed}:\n"
-                                  f"{traceback.format_exc()}", file=sys.stderr)
-                            bar.finish(key, time.perf_counter() - started, None)
-                            continue
-                        runs.append({
-                            **key,
-                            "status": "ok",
-                            "error": None,
-                            "train_seconds": result.train_seconds,
-                            "objective_ms_per_iter": result.objective_ms_per_iteration,
-                            "n_iterations": result.n_iterations,
-                            "best_iteration": result.best_iteration,
-                            "n_test_queries": test.n_queries,
-                            **{name: float(np.mean(values)) for name, values in figures.items()},
-                            "valid_curve": result.valid_curve,
-                        })
-                        frame = pd.DataFrame({
-                            **key, "query": np.arange(test.n_queries),
-                            "qid": test.qid[np.cumsum(test.group) - test.group], "n_docs": test.group,
-                        })
-                        for name, values in figures.items():
-                            frame[name] = values
-                        per_query.append(frame)
-                        predictions.append(pd.DataFrame({
-                            **key, "query": query_of_row, "qid": test.qid,
-                            "label": test.y, "score": result.test_scores,
-                        }))
-                        bar.finish(key, time.perf_counter() - started, float(np.mean(figures["ndcg@10"])))
+                        record = _run(method, cache, key, config, metric, metric_name, gain, conventions)
+                        records.append(record)
+                        if log is not None:
+                            log.append(record)
+                        # after the journal: a run whose line is out is kept
+                        bar.finish(key, time.perf_counter() - started, record.run.get("ndcg@10"),
+                                   record.run.get("train_seconds"))
+    except KeyboardInterrupt:
+        # stop here and keep what finished: the caller writes a partial report
+        interrupted = True
+        print(f"\ngbrank.bench: interrupted; {len(records)} of {planned} runs finished", file=sys.stderr)
     finally:
         bar.close()
+    runs = [r.run for r in records]
+    per_query = [r.per_query for r in records if r.per_query is not None]
+    predictions = [r.predictions for r in records if r.predictions is not None]
 
     if not chosen:
         baseline = _baseline_that_ran(baseline, runnable, runs, [d.name for d in datasets])
@@ -345,4 +370,45 @@ def run_benchmark(
         runs=runs,
         per_query=pd.concat(per_query, ignore_index=True) if per_query else pd.DataFrame(columns=columns),
         predictions=pd.concat(predictions, ignore_index=True) if predictions else pd.DataFrame(columns=columns),
+        partial=interrupted,
+        n_planned=planned,
     )
+
+
+def _run(method: Method, cache: FoldCache, key: dict, config: BenchConfig, metric, metric_name: str,
+         gain: LabelGain, conventions) -> Record:
+    """Train and score one method on one fold with one seed; a failure is recorded, not raised."""
+    test = cache.fold.test
+    try:
+        result = fit_method(
+            method, cache, rounds=config.rounds, early_stopping=config.early_stopping,
+            seed=key["seed"], metric=metric, metric_name=metric_name, gain=gain,
+        )
+        figures = per_query_metrics(test.y, result.test_scores, test.group, conventions, gain.gain)
+    except Exception as exc:  # one failing method must not lose the others' results
+        print(f"gbrank.bench: {method.name} failed on {key['dataset']} {key['fold']} seed {key['seed']}:\n"
+              f"{traceback.format_exc()}", file=sys.stderr)
+        return Record({**key, "status": "failed", "error": f"{type(exc).__name__}: {exc}"})
+    run = {
+        **key,
+        "status": "ok",
+        "error": None,
+        "train_seconds": result.train_seconds,
+        "objective_ms_per_iter": result.objective_ms_per_iteration,
+        "n_iterations": result.n_iterations,
+        "best_iteration": result.best_iteration,
+        "n_test_queries": test.n_queries,
+        **{name: float(np.mean(values)) for name, values in figures.items()},
+        "valid_curve": result.valid_curve,
+    }
+    per_query = pd.DataFrame({
+        **key, "query": np.arange(test.n_queries),
+        "qid": test.qid[np.cumsum(test.group) - test.group], "n_docs": test.group,
+    })
+    for name, values in figures.items():
+        per_query[name] = values
+    predictions = pd.DataFrame({
+        **key, "query": np.repeat(np.arange(test.n_queries), test.group), "qid": test.qid,
+        "label": test.y, "score": result.test_scores,
+    })
+    return Record(run, per_query, predictions)
