@@ -106,7 +106,7 @@ class Journal:
     """Appends each finished run to ``runs.csv`` and ``runs.jsonl`` of ``directory``.
 
     ``resume=False`` starts both files anew with ``settings``; ``resume=True`` keeps the runs
-    already there (:attr:`finished`), after checking that they were run with the same settings.
+    already there (``finished``, by run key), after checking that they were run with the same settings.
     """
 
     def __init__(self, directory: str | os.PathLike, settings: dict, *, resume: bool = False) -> None:

@@ -281,7 +281,7 @@ def run_benchmark(
     -------
     Results
         On an interruption (``KeyboardInterrupt``, Ctrl-C) the runs that finished, with
-        ``partial=True``: pass them to :func:`write_report`, and resume later with
+        ``partial=True``: pass them to :func:`~gbrank.bench.report.write_report`, and resume later with
         ``resume=True``.
     """
     config = config or BenchConfig()

@@ -239,7 +239,7 @@ _GAIN_DOC = """gain : {"exp2", "linear"} or array, default="exp2"
     truncation : int or None
         Keep only the pairs with a member among the first ``truncation`` positions of the
         current ranking (LightGBM's ``lambdarank_truncation_level``); None keeps every pair.
-        The ideal DCG :math:`Z` is taken at this depth (at ``k`` when given)."""
+        The ideal DCG :math:`Z` is taken at this depth{ideal_at_k}."""
 
 _COMMON_TAIL = """sigma : float, default=1.0
         Slope :math:`\\sigma` of the logistic (LightGBM's ``sigmoid``).
@@ -353,6 +353,8 @@ def lambdaloss(
     )
 
 
-for _func in (lambdarank, lambdaloss):
-    _func.__doc__ = _func.__doc__.replace("{gain}", _GAIN_DOC).replace("{sigma}", _COMMON_TAIL)
-del _func
+# lambdaloss has no cut-off k: its ideal DCG depends on the truncation only
+for _func, _ideal_at_k in ((lambdarank, " (at ``k`` when given)"), (lambdaloss, "")):
+    _func.__doc__ = (_func.__doc__.replace("{gain}", _GAIN_DOC.replace("{ideal_at_k}", _ideal_at_k))
+                     .replace("{sigma}", _COMMON_TAIL))
+del _func, _ideal_at_k
