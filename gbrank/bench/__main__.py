@@ -18,7 +18,7 @@ from ..datasets import make_ranking
 from .data import _NAME, _SYNTHETIC_ALIASES, DEFAULT_SYNTHETIC, parse_data
 from .evaluate import CONVENTIONS, GAINS
 from .methods import all_method_names, default_method_names, describe, group_names, method_objective, parse_methods
-from .journal import JOURNAL, RUN_LOG, Journal, read_journal
+from .journal import JOURNAL, RUN_LOG, read_journal, resumable
 from .report import new_report_dir, partial_note, write_report
 from .run import (
     DEFAULT_BASELINE,
@@ -306,7 +306,7 @@ def main(argv=None) -> int:
         if args.out is not None and Path(args.out).resolve() != out.resolve():
             parser.error("argument --out: --resume writes the report into the directory it resumes; drop --out")
         try:
-            Journal(out, journal_settings(config, args.folds, datasets), resume=True)
+            resumable(out, journal_settings(config, args.folds, datasets))
         except (ValueError, OSError) as exc:
             parser.error(f"argument --resume: {exc}")
         created = False

@@ -27,7 +27,7 @@ import pandas as pd
 
 from .stats import FIGURES, TIMES
 
-__all__ = ["JOURNAL", "RUN_COLUMNS", "RUN_LOG", "Journal", "Record", "read_journal"]
+__all__ = ["JOURNAL", "RUN_COLUMNS", "RUN_LOG", "Journal", "Record", "read_journal", "resumable"]
 
 JOURNAL = "runs.jsonl"
 RUN_LOG = "runs.csv"
@@ -112,15 +112,12 @@ class Journal:
     def __init__(self, directory: str | os.PathLike, settings: dict, *, resume: bool = False) -> None:
         self.directory = Path(directory)
         self.finished: dict[tuple, Record] = {}
-        settings = json.loads(json.dumps(settings))
         if resume:
-            recorded, records = read_journal(self.directory)
-            _check_same(recorded, settings, self.directory)
-            self.finished = {r.key: r for r in records}
+            self.finished = {r.key: r for r in resumable(self.directory, settings)}
         else:
             self.directory.mkdir(parents=True, exist_ok=True)
             with open(self.directory / JOURNAL, "w") as handle:
-                handle.write(json.dumps({"settings": settings}) + "\n")
+                handle.write(json.dumps({"settings": settings}, default=_plain) + "\n")
             with open(self.directory / RUN_LOG, "w", newline="") as handle:
                 csv.writer(handle).writerow(RUN_COLUMNS)
 
@@ -134,6 +131,22 @@ class Journal:
         row = ["" if record.run.get(c) is None else record.run[c] for c in RUN_COLUMNS]
         with open(self.directory / RUN_LOG, "a", newline="") as handle:
             csv.writer(handle).writerow(row)
+
+
+def resumable(directory: str | os.PathLike, settings: dict) -> list[Record]:
+    """The runs of ``directory``'s journal, after checking that they were made with
+    ``settings``.
+
+    Raises
+    ------
+    FileNotFoundError
+        When the directory holds no journal.
+    ValueError
+        When its runs were made with other settings, or on another data set of the same name.
+    """
+    recorded, records = read_journal(directory)
+    _check_same(recorded, json.loads(json.dumps(settings)), Path(directory))
+    return records
 
 
 def _check_same(recorded: dict, settings: dict, directory: Path) -> None:

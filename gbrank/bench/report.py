@@ -124,7 +124,8 @@ def verdict(sig: pd.DataFrame, dataset: str, baseline: str | None, n_seeds: int)
     significant after Holm's correction over all methods compared."""
     rows = sig[sig["dataset"] == dataset] if not sig.empty else sig
     if baseline is None or rows.empty:
-        return f"**{dataset}**: no comparison with a baseline (fewer than two methods ran; see 'Not run')."
+        return (f"**{dataset}**: no comparison with a baseline (fewer than two methods ran, or the baseline "
+                "did not; see 'Not run').")
     m = len(rows)
     per_seed = f", each query's NDCG@10 averaged over the {n_seeds} seeds" if n_seeds > 1 else ""
     how = (f"Paired over the {int(rows['n_queries'].max())} test queries{per_seed}; 95% t interval; "
