@@ -268,8 +268,9 @@ def run_benchmark(
     progress : {"auto", "bar", "lines", "off"}
         ``bar``: a progress bar on stderr; ``lines``: one line per finished run on stderr
         (dataset, fold, seed, method, test NDCG@10, ``train`` seconds as the report's
-        ``train s``, and ``run`` seconds of the whole run: engine data, compiling, scoring); ``auto`` (or None): the bar
-        when stderr is a terminal, the lines otherwise. True and False mean bar and off.
+        ``train s``, and ``run`` seconds of the whole run: engine data, compiling, scoring);
+        ``auto`` (or None): the bar when stderr is a terminal, the lines otherwise. True and
+        False mean bar and off.
     journal : str or path-like, optional
         A directory where each run is written as it finishes (``runs.csv`` and
         ``runs.jsonl``, :mod:`gbrank.bench.journal`), usually the report's.
@@ -281,8 +282,8 @@ def run_benchmark(
     -------
     Results
         On an interruption (``KeyboardInterrupt``, Ctrl-C) the runs that finished, with
-        ``partial=True``: pass them to :func:`~gbrank.bench.report.write_report`, and resume later with
-        ``resume=True``.
+        ``partial=True``: pass them to :func:`~gbrank.bench.report.write_report`, and resume
+        later with ``resume=True``.
     """
     config = config or BenchConfig()
     mode = _progress_mode(progress)
