@@ -421,18 +421,21 @@ def test_single_panel_plot_titles_fit_the_figure(tmp_path, monkeypatch):
     save = plots._save
 
     def measured(fig, path):
-        if fig._suptitle is not None:
-            box = fig._suptitle.get_window_extent(fig.canvas.get_renderer())
-            titles.append((fig._suptitle.get_text(), box, fig.bbox))
+        renderer = fig.canvas.get_renderer()
+        for title in [fig._suptitle, *(ax.title for ax in fig.axes)]:
+            if title is not None and title.get_text():
+                titles.append((title.get_text(), title.get_window_extent(renderer), fig.bbox))
         return save(fig, path)
 
     monkeypatch.setattr(plots, "_save", measured)
-    results = run_benchmark(TINY, "lgb:lambdarank,lgb:listmle", folds=3, config=BenchConfig(rounds=3), progress="off")
+    data = "a-data-set-with-a-long-name=" + TINY
+    results = run_benchmark(data, "lgb:lambdarank,lgb:listmle", folds=3, config=BenchConfig(rounds=3), progress="off")
     write_report(results, tmp_path / "r")
-    assert len(titles) == 2  # NDCG@k and the validation curves, one panel each
+    # the difference plot's title, and the figure and panel titles of NDCG@k and the curves
+    assert len(titles) == 5
     for text, box, frame in titles:
         assert box.x0 >= frame.x0 and box.x1 <= frame.x1, text
-        assert "\n" in text
+    assert sum("\n" in text for text, _, _ in titles) >= 2
 
 
 def test_the_command_line_prints_the_verdict_and_the_path_not_the_tables(tmp_path, capsys):
