@@ -106,7 +106,8 @@ class Journal:
     """Appends each finished run to ``runs.csv`` and ``runs.jsonl`` of ``directory``.
 
     ``resume=False`` starts both files anew with ``settings``; ``resume=True`` keeps the runs
-    already there (``finished``, by run key), after checking that they were run with the same settings.
+    already there (``finished``, by run key) after checking that they were made with the same
+    settings (:func:`resumable`).
     """
 
     def __init__(self, directory: str | os.PathLike, settings: dict, *, resume: bool = False) -> None:
