@@ -22,7 +22,7 @@ from ._frame import QueryOrder, query_order, split_qid
 from ._validation import check_labels, check_weights
 from .engines import BUILTIN_OBJECTIVES, is_builtin, uses_position, with_position
 from .engines import predict as engine_predict
-from .gains import EXP2_MAX_LABEL
+from .gains import resolve_gain
 from .groups import check_group
 from .metrics import make_metrics, ndcg
 from .objectives import RankingObjective
@@ -274,7 +274,7 @@ class Ranker(BaseEstimator):
         if weight is not None and not weight.sum() > 0:
             raise ValueError("sample_weight is zero for every row: there is nothing to fit")
         position = rows.group(_check_position(position, y.shape[0], engine, objective))
-        gain = _evaluation_gain(self.gain, y)
+        gain = resolve_gain(self.gain, y)
         evals = self._eval_sets(eval_set, eval_group, eval_qid)
         names = [f"valid_{i}" for i in range(len(evals))]
         cutoffs = [eval_at] if isinstance(eval_at, numbers.Integral) else list(eval_at)
@@ -498,14 +498,6 @@ def _check_position(position, n: int, engine: str, objective):
         row = int(np.argmin(values))
         raise ValueError(f"position[{row}] = {values[row]}: positions are displayed ranks, starting at 1")
     return values
-
-
-def _evaluation_gain(gain, y: np.ndarray):
-    """The label policy: the NDCG gain evaluation uses for labels ``fit`` accepted."""
-    if isinstance(gain, str) and gain == "auto":
-        integer = bool(np.all(y == np.floor(y)))
-        return "exp2" if integer and (y.size == 0 or y.max() <= EXP2_MAX_LABEL) else "linear"
-    return gain
 
 
 def _check_evaluable(y: np.ndarray, sizes, gain, name: str) -> None:

@@ -25,7 +25,6 @@ EXCEPTIONS = {
 # Engine driving that is moving into gbrank/engines/: empty this set when the moves land.
 MOVING = {
     "dask/training.py": "DaskLGBMRanker, DaskDMatrix and xgboost.dask.train",
-    "bench/train.py": "the benchmark harness's test DMatrix",
 }
 
 

@@ -41,7 +41,7 @@ import pandas as pd
 from .. import engines
 from ..objectives.registry import Knob
 from .methods import Method
-from .train import FitResult, FoldCache, TreeParams, fit_method, warm_up
+from .train import FitResult, FoldCache, LabelGain, TreeParams, fit_method, warm_up
 
 __all__ = ["ENGINE_SPACE", "INSTALL_HINT", "TuneResult", "engine_space", "import_optuna", "tune_method", "tuning_section"]
 
@@ -149,6 +149,7 @@ def tune_method(
     seed: int,
     metric,
     metric_name: str,
+    gain: LabelGain | None = None,
     on_trial: Callable[[int, float | None, float | None], None] | None = None,
 ) -> TuneResult:
     """Search ``method``'s settings on ``cache.fold``'s validation part, then train with the best.
@@ -162,7 +163,7 @@ def tune_method(
         Number of trials; None: as many as ``seconds`` allows.
     seconds : float, optional
         Time budget of the search; no new trial starts after it. At least one of the two.
-    rounds, early_stopping, seed, metric, metric_name
+    rounds, early_stopping, seed, metric, metric_name, gain
         As :func:`gbrank.bench.train.fit_method`; ``seed`` also seeds the sampler.
     on_trial : callable, optional
         Called after each trial with its number (from 1), its value (None when pruned) and
@@ -185,7 +186,8 @@ def tune_method(
     elif method.engine == "xgboost":
         base.xgboost()
     space = engine_space(method.engine) + method.search_space()
-    fit = {"rounds": rounds, "early_stopping": early_stopping, "seed": seed, "metric": metric, "metric_name": metric_name}
+    fit = {"rounds": rounds, "early_stopping": early_stopping, "seed": seed, "metric": metric, "metric_name": metric_name,
+           "gain": gain}
     warm_up(method, metric)
 
     def objective(trial) -> float:

@@ -221,28 +221,31 @@ class LambdaLoss(LambdaObjective):
         return gains, table, inv, None
 
 
-_COMMON_DOC = dict(
-    gain="""
-        gain : {"exp2", "linear"} or array, default="exp2"
+def _gain_doc(ideal_depth: str) -> str:
+    """The gain, discount and truncation parameters; ``ideal_depth`` says where the ideal DCG
+    is cut (LambdaRank also has a cut-off ``k``, LambdaLoss has none)."""
+    return f"""
+        gain : {{"exp2", "linear"}} or array, default="exp2"
             The gain :math:`G`, as in :mod:`gbrank.gains`: ``"exp2"`` (:math:`2^l - 1`, LightGBM's
             ``label_gain``) needs integer labels <= 31; ``"linear"`` takes any label >= 0.
-        discount : {"log2", "zipf"}, float, array or callable, default="log2"
+        discount : {{"log2", "zipf"}}, float, array or callable, default="log2"
             The discount :math:`D`, as in :mod:`gbrank.gains`.
         truncation : int or None
             Keep only the pairs with a member among the first ``truncation`` positions of the
             current ranking (LightGBM's ``lambdarank_truncation_level``); None keeps every pair.
-            The ideal DCG :math:`Z` is taken at this depth (at ``k`` when given).
-    """,
-    sigma="""
-        sigma : float, default=1.0
-            Slope :math:`\\sigma` of the logistic (LightGBM's ``sigmoid``).
-        hess_scale : float, default=1.0
-            Factor on every row's hessian.
-    """,
-)
+            The ideal DCG :math:`Z` is taken at {ideal_depth}.
+    """
 
 
-@fill_doc(**_COMMON_DOC, example=objective_example(
+_SIGMA_DOC = """
+    sigma : float, default=1.0
+        Slope :math:`\\sigma` of the logistic (LightGBM's ``sigmoid``).
+    hess_scale : float, default=1.0
+        Factor on every row's hessian.
+"""
+
+
+@fill_doc(gain=_gain_doc("this depth (at ``k`` when given)"), sigma=_SIGMA_DOC, example=objective_example(
     "gbrank.lambdarank()", loss=0.9382, gradient=[-0.5077, 0.4219, -0.0678, 0.1537],
 ))
 def lambdarank(
@@ -306,7 +309,7 @@ def lambdarank(
     )
 
 
-@fill_doc(**_COMMON_DOC, example=objective_example(
+@fill_doc(gain=_gain_doc("this depth"), sigma=_SIGMA_DOC, example=objective_example(
     "gbrank.lambdaloss()", loss=10.1166, gradient=[-5.2735, 3.4224, -1.0858, 2.9369],
 ))
 def lambdaloss(
