@@ -96,6 +96,18 @@ def test_same_seed_same_trials_and_report(tmp_path):
         pd.testing.assert_frame_equal(a[quality], b[quality])
 
 
+def test_a_resumed_tuned_benchmark_keeps_each_runs_search(tmp_path):
+    """The journal holds each run's search, so a resumed report tunes nothing again and
+    reports the same searches as the uninterrupted one."""
+    config = BenchConfig(rounds=15, early_stopping=5, seeds=(0,), tune=3, params=TreeParams(min_data_in_leaf=3))
+    first = run_benchmark(TINY, "lgb:listmle_topk", folds=3, config=config, progress="off", journal=tmp_path)
+    resumed = run_benchmark(TINY, "lgb:listmle_topk", folds=3, config=config, progress="off", journal=tmp_path,
+                            resume=True)
+    assert len(first.tuning) == 3
+    assert resumed.tuning == json.loads(json.dumps(first.tuning))
+    pd.testing.assert_frame_equal(first.predictions, resumed.predictions)
+
+
 # ------------------------------------------------------------------ pruning
 @pytest.mark.parametrize("method", ["lgb:rank_xendcg", "xgb:rank:ndcg", "lgb:ranknet", "xgb:listmle_topk"])
 def test_median_pruner_stops_trials_from_the_engine_callbacks(method, fold):
