@@ -24,6 +24,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from . import positions as _positions
 from ._common import Fields, engine_of, is_builtin, start_score, watched
 
 __all__ = [
@@ -39,10 +40,12 @@ __all__ = [
 ]
 
 
-def read(dmat) -> Fields:
+def read(dmat, *, positions: bool = False) -> Fields:
     """The fields of an ``xgboost.DMatrix`` (or ``QuantileDMatrix``) an objective reads.
 
     XGBoost weights whole queries: one weight per query is spread to the query's rows.
+    XGBoost has no position field: with ``positions`` the row order within each query is
+    read as the position, with a one-time warning (:func:`gbrank.engines.positions.row_order`).
     """
     labels = dmat.get_label()
     if labels.size == 0:
@@ -67,7 +70,9 @@ def read(dmat) -> Fields:
                 f"{labels.size} rows; ranking weights are one per query"
             )
     margin = dmat.get_base_margin()
-    return Fields(labels=labels, sizes=sizes, weights=row_weights, init_score=margin if margin.size else None)
+    position = _positions.row_order(ptr.astype(np.int64)) if positions else None
+    return Fields(labels=labels, sizes=sizes, weights=row_weights, init_score=margin if margin.size else None,
+                  position=position)
 
 
 def query_weights(weight: np.ndarray, sizes: np.ndarray) -> np.ndarray:
