@@ -219,6 +219,12 @@ class ClickObjective(RankingObjective):
         return "known"
 
     @property
+    def reduces_over_workers(self) -> bool:
+        """Whether every worker of a distributed training calls the objective together, empty
+        ones too: the propensity estimate sums its statistics over them."""
+        return self.mode == "estimate"
+
+    @property
     def propensity_(self) -> np.ndarray:
         """Estimated propensities of positions 1..K (``propensity="estimate"``), relative to
         position 1, from the latest training's latest update (not clipped)."""
@@ -345,27 +351,36 @@ class ClickObjective(RankingObjective):
 
     # ----------------------------------------------------------------- joint estimation
     def _update(self, state, scores):
-        """Advance the estimate of one training set by one boosting iteration."""
+        """Advance the estimate of one training set by one boosting iteration.
+
+        The allreduces of a training on several workers run outside the lock: workers in
+        one process may share this object.
+        """
         if self.mode != "estimate":
             return
+        fit = state["fit"]
+        starting = _scores_constant_per_query(scores, state["offsets"])
+        if state["reduce"] is not None:
+            # workers start afresh together, or not at all: their updates are allreduces
+            starting = sum_over_workers(np.array([0.0 if starting else 1.0]), state["reduce"])[0] == 0
         with self._lock:
-            fit = state["fit"]
-            if _scores_constant_per_query(scores, state["offsets"]):
+            if starting:
                 # the engines start from a constant score: a new training starts afresh
                 fit.calls = 0
                 fit.theta = fit.initial.copy()
                 self._set_weights(state, fit.theta)
             t = fit.calls
             fit.calls += 1
-            if t >= self.warmup and (t - self.warmup) % self.update_every == 0:
-                theta = estimate_propensity(
-                    scores, state["clicks"], state["position"], state["offsets"], fit.theta.size,
-                    reduce=state["reduce"],
-                )
+        if t >= self.warmup and (t - self.warmup) % self.update_every == 0:
+            theta = estimate_propensity(
+                scores, state["clicks"], state["position"], state["offsets"], fit.theta.size, reduce=state["reduce"]
+            )
+            with self._lock:
                 keep = np.isnan(theta)
                 theta[keep] = fit.theta[keep]
                 fit.theta = np.maximum(theta, _MIN_PROPENSITY)
                 self._set_weights(state, fit.theta)
+        with self._lock:
             self._fitted["propensity"] = fit.theta.copy()
 
     # ----------------------------------------------------------------- kernels
