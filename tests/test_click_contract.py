@@ -224,3 +224,23 @@ def test_xgb_cv_ten_folds_keep_their_estimates(natural):
     for _, state in states:
         assert state["fit"].calls == 12
         assert not np.array_equal(state["fit"].theta, state["fit"].initial)
+
+
+# ----------------------------------------------------------------------------- docs
+def test_every_click_snippet_in_the_docs_runs_as_pasted():
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "clicks.md").read_text()
+    blocks = re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M)
+    assert len(blocks) >= 5
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, "clicks.md", "exec"), namespace)
+    log, data = namespace["log"], namespace["data"]
+    query = np.repeat(np.arange(data.group.size), data.group)
+    # a snippet keeps the rows in their natural order, not in display order
+    assert not np.array_equal(log.position, np.concatenate([np.arange(1, n + 1) for n in data.group]))
+    assert (namespace["position"] == log.position).all() and query.size == log.position.size
+    assert np.isfinite(namespace["model"].objective_.propensity_[:5]).all()
+    assert np.isfinite(namespace["booster"].predict(namespace["dtrain"])).all()
