@@ -50,7 +50,7 @@ def test_lightgbm_dataset_in_natural_order_trains_as_the_explicit_positions(natu
     for obj_of in (lambda: gbrank.ips_listnet(), lambda: gbrank.ips_ranknet(propensity=log.theta)):
         via_dataset = lgb.train({**LGB, "objective": obj_of()}, lgb.Dataset(X, clicks, group=group, position=pos), 12)
         obj = obj_of()
-        explicit = lgb.train({**LGB, "objective": lambda p, _: obj.grad_hess(clicks, p, group, position=pos)},
+        explicit = lgb.train({**LGB, "objective": lambda p, _, obj=obj: obj.grad_hess(clicks, p, group, position=pos)},
                              lgb.Dataset(X, clicks, group=group), 12)
         np.testing.assert_allclose(via_dataset.predict(X), explicit.predict(X), rtol=1e-10, atol=1e-12)
 
@@ -244,3 +244,25 @@ def test_every_click_snippet_in_the_docs_runs_as_pasted():
     assert (namespace["position"] == log.position).all() and query.size == log.position.size
     assert np.isfinite(namespace["model"].objective_.propensity_[:5]).all()
     assert np.isfinite(namespace["booster"].predict(namespace["dtrain"])).all()
+
+
+# ----------------------------------------------------------------------------- whole-data statistics
+def test_lgb_cv_folds_take_err_label_maximum_of_the_whole_set():
+    d = make_ranking(40, 10, 5, seed=12)
+    y = np.minimum(d.y, 2)
+    y[d.qid == 39] = np.arange((d.qid == 39).sum()) % 5  # the only query with labels 3 and 4: in one fold only
+    folds = gbrank.engines.query_folds(d.group, nfold=2, shuffle=False)
+    seen = []
+
+    class Recording(type(gbrank.lambdarank(measure="err"))):
+        def _gradients(self, y_true, y_pred, group, weight=None, **kwargs):
+            out = super()._gradients(y_true, y_pred, group, weight, **kwargs)
+            seen.append((np.array(y_true), np.array(y_pred), np.array(group), out[0]))
+            return out
+
+    lgb.cv({**LGB, "objective": Recording("err", hess_floor=0.0), "metric": "None", "min_data_in_leaf": 2},
+           lgb.Dataset(d.X, y, group=d.group), num_boost_round=1, folds=folds)
+    whole = gbrank.lambdarank(measure="err", max_label=4, hess_floor=0.0)
+    assert {labels.max() for labels, *_ in seen} == {2.0, 4.0}
+    for labels, preds, group, grad in seen:
+        np.testing.assert_allclose(grad, whole.grad_hess(labels, preds, group)[0], rtol=1e-12, atol=1e-15)

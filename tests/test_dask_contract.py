@@ -18,8 +18,8 @@ xgb = pytest.importorskip("xgboost")
 import gbrank  # noqa: E402
 from gbrank import dask as gdask  # noqa: E402
 from gbrank.datasets import make_ranking, simulate_clicks  # noqa: E402
-from gbrank.objectives.lambdarank import LambdaRank  # noqa: E402
 from gbrank.objectives.clicks import IPSListNet  # noqa: E402
+from gbrank.objectives.lambdarank import LambdaRank  # noqa: E402
 from gbrank.objectives.propensity import estimate_propensity  # noqa: E402
 
 XGB = {"max_depth": 3, "eta": 0.3, "min_child_weight": 0.0, "tree_method": "hist", "nthread": 1}

@@ -46,6 +46,8 @@ __all__ = [
     "Fields",
     "PositionedObjective",
     "Statistics",
+    "positions",
+    "statistics",
     "engine_of",
     "is_builtin",
     "predict",
@@ -58,18 +60,18 @@ __all__ = [
 ]
 
 
-def read(data, *, positions: bool = False) -> Fields:
+def read(data, *, position: bool = False) -> Fields:
     """The fields of a ``lightgbm.Dataset`` or any ``xgboost.DMatrix``.
 
-    With ``positions``, also the displayed positions (:mod:`gbrank.engines.positions`): a
+    With ``position``, also the displayed positions (:mod:`gbrank.engines.positions`): a
     LightGBM Dataset's as the user gave them (None if it has none), XGBoost's row order
     within each query, with a one-time warning naming how to give them.
     """
     engine = engine_of(data)
     if engine == "lightgbm":
-        return lightgbm.read(data, positions=positions)
+        return lightgbm.read(data, position=position)
     if engine == "xgboost":
-        return xgboost.read(data, positions=positions)
+        return xgboost.read(data, position=position)
     raise TypeError(f"expected a lightgbm.Dataset or an xgboost.DMatrix, got {type(data).__name__}")
 
 

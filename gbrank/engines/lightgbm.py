@@ -135,9 +135,9 @@ def _statistics(data) -> Statistics | None:
     )
 
 
-def read(data, *, positions: bool = False) -> Fields:
+def read(data, *, position: bool = False) -> Fields:
     """The fields of a ``lightgbm.Dataset`` that an objective reads, after :func:`check`;
-    the positions as the user gave them with ``positions`` (:mod:`gbrank.engines.positions`)."""
+    the positions as the user gave them with ``position`` (:mod:`gbrank.engines.positions`)."""
     check(data)
     group = data.get_group()
     labels = data.get_label()
@@ -148,15 +148,13 @@ def read(data, *, positions: bool = False) -> Fields:
         )
     weights = data.get_weight()
     sizes = np.asarray(group, dtype=np.int64)
-    position = None
-    if positions:
-        position = _positions.of_lightgbm(data, np.concatenate(([0], np.cumsum(sizes))))
+    given = _positions.of_lightgbm(data, np.concatenate(([0], np.cumsum(sizes)))) if position else None
     return Fields(
         labels=labels,
         sizes=sizes,
         weights=None if weights is None else np.asarray(weights, dtype=np.float64),
         init_score=data.get_init_score(),
-        position=position,
+        position=given,
         statistics=_statistics(data),
     )
 

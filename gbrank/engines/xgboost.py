@@ -40,11 +40,11 @@ __all__ = [
 ]
 
 
-def read(dmat, *, positions: bool = False) -> Fields:
+def read(dmat, *, position: bool = False) -> Fields:
     """The fields of an ``xgboost.DMatrix`` (or ``QuantileDMatrix``) an objective reads.
 
     XGBoost weights whole queries: one weight per query is spread to the query's rows.
-    XGBoost has no position field: with ``positions`` the row order within each query is
+    XGBoost has no position field: with ``position`` the row order within each query is
     read as the position, with a one-time warning (:func:`gbrank.engines.positions.row_order`).
     """
     labels = dmat.get_label()
@@ -70,9 +70,9 @@ def read(dmat, *, positions: bool = False) -> Fields:
                 f"{labels.size} rows; ranking weights are one per query"
             )
     margin = dmat.get_base_margin()
-    position = _positions.row_order(ptr.astype(np.int64)) if positions else None
+    rows = _positions.row_order(ptr.astype(np.int64)) if position else None
     return Fields(labels=labels, sizes=sizes, weights=row_weights, init_score=margin if margin.size else None,
-                  position=position)
+                  position=rows)
 
 
 def query_weights(weight: np.ndarray, sizes: np.ndarray) -> np.ndarray:

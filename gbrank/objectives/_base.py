@@ -247,7 +247,7 @@ class RankingObjective:
     def _from_engine(self, preds, data, position=None):
         """Gradients for an engine's ``(preds, data)`` call (a Dataset or any DMatrix);
         ``position`` bound by :func:`gbrank.engines.with_position`, else read from ``data``."""
-        fields = _engines.read(data, positions=position is None and self._reads_position())
+        fields = _engines.read(data, position=position is None and self._reads_position())
         if position is None:
             position = fields.position
         return self._gradients(fields.labels, preds, fields.sizes, fields.weights, owner=data, position=position,
