@@ -141,7 +141,7 @@ def run_one(train, test, *, setting, eta, sessions, rounds, seed, threads, loggi
     return evaluate(models, test), extra, log, seconds
 
 
-def grid(etas, sessions_list, seeds, *, rounds, threads, logging_fraction) -> pd.DataFrame:
+def grid(etas, sessions_list, seeds, *, rounds, threads, logging_fraction, clip=None) -> pd.DataFrame:
     """Generated data, every document shown: each method's share of the naive-to-ceiling gap
     closed and its training time, for every eta, sessions per query and seed."""
     rows = []
@@ -151,7 +151,7 @@ def grid(etas, sessions_list, seeds, *, rounds, threads, logging_fraction) -> pd
                 train, test = load("generated", 1, seed)
                 per_query, _, _, seconds = run_one(train, test, setting="all-shown", eta=eta, sessions=sessions,
                                                    rounds=rounds, seed=seed, threads=threads,
-                                                   logging_fraction=logging_fraction)
+                                                   logging_fraction=logging_fraction, clip=clip)
                 means = {m: float(np.mean(v)) for m, v in per_query.items()}
                 gap = means["ceiling"] - means["naive"]
                 for method, value in means.items():
@@ -269,7 +269,7 @@ def main(argv=None):
 
         load_average = os.getloadavg()
         results = grid(args.etas or [0.5, 1.0, 2.0], args.sessions_grid, args.seeds,
-                       rounds=args.rounds, threads=args.threads, logging_fraction=args.logging_fraction)
+                       rounds=args.rounds, threads=args.threads, logging_fraction=args.logging_fraction, clip=args.clip)
         table = grid_table(results)
         print(f"machine load (1, 5, 15 min) at the start: {load_average[0]:.2f} {load_average[1]:.2f} "
               f"{load_average[2]:.2f}; at the end: " + " ".join(f"{v:.2f}" for v in os.getloadavg()))

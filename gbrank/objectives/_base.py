@@ -24,6 +24,7 @@ a pickle say is what the object computes. Only the private per-dataset cache cha
 
 from __future__ import annotations
 
+import copy
 import functools
 import threading
 import weakref
@@ -367,12 +368,12 @@ class RankingObjective:
         if self._reads_position():
             _engines.positions.remember_training_set()
         clone = type(self).__new__(type(self))
-        clone.__setstate__(self._copied_state())
+        clone.__setstate__(self._copied_state(memo))
         return clone
 
-    def _copied_state(self) -> dict:
-        """The state a deep copy starts from (settings are read-only: shared)."""
-        return self.__getstate__()
+    def _copied_state(self, memo) -> dict:
+        """The state a deep copy starts from: a deep copy of the pickled state."""
+        return copy.deepcopy(self.__getstate__(), memo)
 
     def __getstate__(self):
         state = self.__dict__.copy()

@@ -234,10 +234,10 @@ class ClickObjective(RankingObjective):
             )
         return self._fitted["propensity"].copy()
 
-    def _copied_state(self) -> dict:
+    def _copied_state(self, memo) -> dict:
         # lgb.train deep-copies its params and gbrank.Ranker its objective: the copy that
         # trains shares the record of the estimate, so that propensity_ reads the same here
-        return {**self.__getstate__(), "_fitted": self._fitted}
+        return {**super()._copied_state(memo), "_fitted": self._fitted}
 
     def _params(self) -> dict[str, Any]:
         params: dict[str, Any] = {"propensity": self.propensity if self.mode != "known" else self.propensity.tolist()}
