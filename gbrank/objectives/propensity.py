@@ -227,7 +227,8 @@ class ClickObjective(RankingObjective):
     @property
     def propensity_(self) -> np.ndarray:
         """Estimated propensities of positions 1..K (``propensity="estimate"``), relative to
-        position 1, from the latest training's latest update (not clipped)."""
+        position 1 (to the top-most position with clicks, in a log that never shows position
+        1), from the latest update of the training set last updated (not clipped)."""
         if "propensity" not in self._fitted:
             raise AttributeError(
                 "propensity_ is set by training with propensity='estimate'; this objective has not estimated any"
