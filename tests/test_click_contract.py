@@ -65,6 +65,13 @@ def test_lightgbm_positions_past_ten_are_kept(natural):
     np.testing.assert_array_equal(got[0], want[0])
     as_first_page = gbrank.ips_listnet(propensity=theta).grad_hess(clicks, np.zeros(clicks.size), group, position=pos)
     assert np.abs(got[0] - as_first_page[0]).max() > 0.1
+    # estimated: the positions 11..22 are estimated, relative to 11, the top-most shown
+    estimated = gbrank.ips_listnet(warmup=0)
+    _gradients(estimated, lgb.Dataset(X, clicks, group=group, position=second_page), clicks.size)
+    on_first_page = gbrank.ips_listnet(warmup=0)
+    on_first_page.grad_hess(clicks, np.zeros(clicks.size), group, position=pos)
+    assert estimated.propensity_.size == 22
+    np.testing.assert_allclose(estimated.propensity_[10:], on_first_page.propensity_, rtol=1e-12)
 
 
 def test_lightgbm_never_shown_rows_get_no_gradient():
