@@ -111,6 +111,15 @@ def test_lightgbm_cv_ten_folds_read_their_rows_of_the_positions(natural):
     assert len(by_fold) == 10
 
 
+def test_lightgbm_positions_set_after_construction_are_not_stale(natural):
+    X, clicks, group, pos, log = natural
+    dataset = lgb.Dataset(X, clicks, group=group, position=pos, params=LGB)
+    lgb.train({**LGB, "objective": gbrank.ips_listnet()}, dataset, 2)
+    dataset.set_position(pos[::-1].copy())  # LightGBM keeps the new ids only
+    with pytest.raises(ValueError, match="positions changed after gbrank read them"):
+        lgb.train({**LGB, "objective": gbrank.ips_listnet()}, dataset, 2)
+
+
 def test_lightgbm_constructed_dataset_ids_are_read_only_where_unambiguous(natural):
     X, clicks, group, pos, log = natural
     query = np.repeat(np.arange(group.size), group)

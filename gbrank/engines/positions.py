@@ -39,6 +39,8 @@ ROW_ORDER = "row_order"
 
 # lightgbm.Dataset -> the positions the user gave (int64, read-only), while it lives
 _GIVEN: "weakref.WeakKeyDictionary[Any, np.ndarray]" = weakref.WeakKeyDictionary()
+# lightgbm.Dataset -> the ids array its recorded positions were last found to agree with
+_AGREED: "weakref.WeakKeyDictionary[Any, np.ndarray]" = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 _WARNED: set[str] = set()
 
@@ -154,6 +156,7 @@ def of_lightgbm(data, offsets: np.ndarray) -> np.ndarray | None:
     if values is not None:
         if values.shape != (n,):
             raise ValueError(f"the LightGBM Dataset holds {values.size} positions for {n} rows")
+        _check_agrees(data, values)
         return values
     ids = data.get_position()
     if ids is None:
@@ -173,6 +176,35 @@ def of_lightgbm(data, offsets: np.ndarray) -> np.ndarray | None:
         )
     _warn_once("lightgbm-ids", _LIGHTGBM_IDS)
     return ids + 1
+
+
+def _first_appearance_ids(values: np.ndarray) -> np.ndarray:
+    """LightGBM's ids of ``values``: the distinct values numbered in order of first appearance."""
+    _, first, inverse = np.unique(values, return_index=True, return_inverse=True)
+    number = np.empty(first.size, dtype=np.int64)
+    number[np.argsort(first, kind="stable")] = np.arange(first.size)
+    return number[inverse.reshape(-1)]
+
+
+def _check_agrees(data, values: np.ndarray) -> None:
+    """Refuse recorded positions that the Dataset's ids contradict (``set_position`` after
+    LightGBM constructed it); checked once per ids array."""
+    if getattr(data, "_handle", None) is None or getattr(data, "used_indices", None) is not None:
+        return
+    ids = data.get_position()
+    if ids is None:
+        return
+    with _LOCK:
+        if _AGREED.get(data) is ids:
+            return
+    if not np.array_equal(np.asarray(ids, dtype=np.int64), _first_appearance_ids(values)):
+        raise ValueError(
+            "the LightGBM Dataset's positions changed after gbrank read them (set_position on a "
+            "constructed Dataset, of which LightGBM keeps only ids): build a new Dataset with "
+            "position=, or bind the positions with gbrank.engines.with_position(objective, position)"
+        )
+    with _LOCK:
+        _AGREED[data] = ids
 
 
 def row_order(offsets: np.ndarray, *, asked: bool = False) -> np.ndarray:
