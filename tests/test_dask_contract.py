@@ -32,6 +32,7 @@ def client():
     with distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
     ) as cluster, distributed.Client(cluster) as client:
+        client.wait_for_workers(2)
         yield client
 
 
@@ -49,12 +50,20 @@ def placed(client, frame):
                                                                   npartitions=2))
 
 
+def _worker():
+    try:
+        return distributed.get_worker().address
+    except ValueError:  # one machine
+        return None
+
+
 class RecordingERR(LambdaRank):
     """ERR LambdaRank that notes, on whichever worker, its labels, sizes and gradients."""
 
     def _gradients(self, y_true, y_pred, group, weight=None, **kwargs):
         out = super()._gradients(y_true, y_pred, group, weight, **kwargs)
-        RECORD.append((np.array(y_true), np.array(y_pred), np.array(group), out[0].copy()))
+        RECORD.append((np.array(y_true), np.array(y_pred), np.array(group), out[0].copy(),
+                       distributed.get_worker().address))
         return out
 
 
@@ -63,56 +72,65 @@ class RecordingClicks(IPSListNet):
 
     def _gradients(self, y_true, y_pred, group, weight=None, **kwargs):
         out = super()._gradients(y_true, y_pred, group, weight, **kwargs)
-        RECORD.append(self.propensity_)
+        RECORD.append((self.propensity_, np.size(y_true), _worker()))
         return out
 
 
 @pytest.mark.parametrize("engine", ["xgboost", "lightgbm"])
 def test_err_gradients_use_the_whole_frames_label_maximum(client, engine):
-    d = make_ranking(60, 10, 5, seed=3)
+    d = make_ranking(400, 20, 20, seed=3)
     y = np.minimum(d.y, 4)
     # the first half of the queries (one partition) tops out at 2, the other at 4
-    low = d.qid < 30
+    low = d.qid < 200
     y[low] = np.minimum(y[low], 2)
     y[~low & (np.arange(y.size) % 10 == 0)] = 4
-    df = placed(client, frame_of(d.X, y, d.qid))
-    RECORD.clear()
-    objective = RecordingERR("err", hess_floor=0.0)
-    if engine == "xgboost":
-        gdask.train_xgboost(client, df, objective, num_boost_round=1, params=XGB)
-    else:
-        gdask.train_lightgbm(client, df, objective, num_boost_round=1, params={"num_leaves": 4, "min_data_in_leaf": 5})
     whole = gbrank.lambdarank(measure="err", max_label=4, hess_floor=0.0)
-    local_maxima = set()
-    for labels, preds, sizes, grad in RECORD:
-        if labels.size == 0:
-            continue
-        local_maxima.add(labels.max())
-        # one machine: every query's gradient with the label maximum of all the data
-        np.testing.assert_allclose(grad, whole.grad_hess(labels, preds, sizes)[0], rtol=1e-12, atol=1e-15)
-    assert local_maxima == {2.0, 4.0}
+    # the engines' arrays are built by tasks the scheduler may run on either worker: train
+    # until both workers hold rows
+    for _ in range(4):
+        df = placed(client, frame_of(d.X, y, d.qid))
+        RECORD.clear()
+        objective = RecordingERR("err", hess_floor=0.0)
+        if engine == "xgboost":
+            gdask.train_xgboost(client, df, objective, num_boost_round=1, params=XGB)
+        else:
+            gdask.train_lightgbm(client, df, objective, num_boost_round=1,
+                                 params={"num_leaves": 4, "min_data_in_leaf": 5})
+        local_maxima, workers = set(), set()
+        for labels, preds, sizes, grad, worker in RECORD:
+            if labels.size == 0:
+                continue
+            local_maxima.add(float(labels.max()))
+            workers.add(worker)
+            # one machine: every query's gradient with the label maximum of all the data
+            np.testing.assert_allclose(grad, whole.grad_hess(labels, preds, sizes)[0], rtol=1e-12, atol=1e-15)
+        if len(workers) == 2:
+            break
+    assert local_maxima == {2.0, 4.0}, [(r[4], r[0].size, r[0].max() if r[0].size else None) for r in RECORD]
     assert gbrank.lambdarank(measure="err").grad_hess(y, np.zeros(y.size), d.group)[0] == pytest.approx(
         whole.grad_hess(y, np.zeros(y.size), d.group)[0])
 
 
 def test_propensities_are_estimated_over_all_workers(client):
-    d = make_ranking(120, 10, 6, seed=8)
+    d = make_ranking(400, 10, 20, seed=8)
     log = simulate_clicks(d.y, d.group, X=d.X, sessions_per_query=80, top_k=10, eta=1.0, seed=4)
     df = placed(client, frame_of(d.X, log.clicks.astype(float), d.qid, position=log.position))
     RECORD.clear()
     rounds = 4
     gdask.train_xgboost(client, df, RecordingClicks(warmup=1, update_every=1), position_col="position",
                         num_boost_round=rounds, params=XGB)
-    distributed_estimates = RECORD[-2:]
+    last_round = RECORD[-2:]
+    distributed_estimates = [estimate for estimate, _, _ in last_round]
     # one machine, the same rows in the same order (partition_queries sorts by query id)
     local = RecordingClicks(warmup=1, update_every=1)
     RECORD.clear()
     xgb.train({**XGB, "base_score": 0.0}, xgb.DMatrix(d.X, log.clicks.astype(float), qid=d.qid), rounds,
               obj=gbrank.engines.with_position(local, log.position))
+    assert len({worker for _, _, worker in last_round}) == 2
     for estimate in distributed_estimates:
-        np.testing.assert_allclose(estimate, RECORD[-1], rtol=1e-5)
+        np.testing.assert_allclose(estimate, RECORD[-1][0], rtol=1e-5)
     # per worker, the estimate would differ: half of the queries alone
-    half = d.qid < 60
+    half = d.qid < 200
     sizes = np.bincount(d.qid[half])
     alone = estimate_propensity(np.zeros(half.sum()), log.clicks[half].astype(float), log.position[half],
                                 np.concatenate(([0], np.cumsum(sizes))), 10)
@@ -190,9 +208,9 @@ def test_an_empty_worker_joins_the_propensity_estimate(client):
     RECORD.clear()
     gdask.train_xgboost(client, kept, RecordingClicks(warmup=1, update_every=1), position_col="position",
                         num_boost_round=3, params=XGB)
-    distributed_estimate = RECORD[-1]
+    distributed_estimate = RECORD[-1][0]
     rows = d.qid >= 40
     RECORD.clear()
     xgb.train({**XGB, "base_score": 0.0}, xgb.DMatrix(d.X[rows], log.clicks[rows].astype(float), qid=d.qid[rows]), 3,
               obj=gbrank.engines.with_position(RecordingClicks(warmup=1, update_every=1), log.position[rows]))
-    np.testing.assert_allclose(distributed_estimate, RECORD[-1], rtol=1e-5)
+    np.testing.assert_allclose(distributed_estimate, RECORD[-1][0], rtol=1e-5)
