@@ -2,8 +2,12 @@
 harness, ``gbrank.dask``) and every objective call goes through it.
 
 * :func:`read`: the fields of a LightGBM ``Dataset`` or XGBoost ``DMatrix`` an objective
-  reads (labels, query sizes, per-row weights, init score, positions), with the refusals of
-  what an engine would otherwise get silently wrong (``lightgbm.read``);
+  reads (labels, query sizes, per-row weights, init score, positions as the user gave them,
+  statistics of the whole data), with the refusals of what an engine would otherwise get
+  silently wrong (``lightgbm.read``);
+* :mod:`gbrank.engines.positions`: the one place that resolves displayed positions;
+* :mod:`gbrank.engines.statistics`: statistics of the whole training data (label maximum,
+  positions, sums over Dask workers), never of the slice an objective sees;
 * :func:`is_builtin`: an engine's own ranking objective by name, or a gbrank one;
 * :func:`start_score`: the starting score a custom objective trains from, 0 in both engines;
 * :func:`watched` and :class:`BestRound`: the early-stopping rule, **the first metric on
@@ -22,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..groups import sizes_to_offsets, sizes_to_qid
-from . import lightgbm, xgboost
+from . import lightgbm, positions, statistics, xgboost
 from ._common import (
     BUILTIN_OBJECTIVES,
     BestRound,
@@ -35,12 +39,16 @@ from ._common import (
     watched,
     with_position,
 )
+from .statistics import Statistics
 
 __all__ = [
     "BUILTIN_OBJECTIVES",
     "BestRound",
     "Fields",
     "PositionedObjective",
+    "Statistics",
+    "positions",
+    "statistics",
     "engine_of",
     "is_builtin",
     "predict",
@@ -54,13 +62,18 @@ __all__ = [
 ]
 
 
-def read(data) -> Fields:
-    """The fields of a ``lightgbm.Dataset`` or any ``xgboost.DMatrix``."""
+def read(data, *, position: bool = False) -> Fields:
+    """The fields of a ``lightgbm.Dataset`` or any ``xgboost.DMatrix``.
+
+    With ``position``, also the displayed positions (:mod:`gbrank.engines.positions`): a
+    LightGBM Dataset's as the user gave them (None if it has none), XGBoost's row order
+    within each query, with a one-time warning naming how to give them.
+    """
     engine = engine_of(data)
     if engine == "lightgbm":
-        return lightgbm.read(data)
+        return lightgbm.read(data, position=position)
     if engine == "xgboost":
-        return xgboost.read(data)
+        return xgboost.read(data, position=position)
     raise TypeError(f"expected a lightgbm.Dataset or an xgboost.DMatrix, got {type(data).__name__}")
 
 

@@ -26,7 +26,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..groups import sizes_to_qid
+from . import positions as _positions
 from ._common import BestRound, Fields, engine_of, is_builtin, watched
+from .statistics import Statistics
 
 __all__ = [
     "EarlyStopping",
@@ -100,8 +102,9 @@ def check(data) -> None:
         _CHECKED[data] = True
 
 
-def check_caller() -> None:
-    """The checks of :func:`check` for ``LGBMRanker``'s four-argument call.
+def check_caller():
+    """The checks of :func:`check` for ``LGBMRanker``'s four-argument call; returns the
+    training ``Dataset`` (None if not found), to which the objective keeps its state.
 
     LightGBM's scikit-learn wrapper hands the objective arrays, not the ``Dataset``; the
     wrapper's frame, a few above this one (gbrank's own wrappers may sit between), holds it
@@ -110,17 +113,32 @@ def check_caller() -> None:
     frame = sys._getframe(2)
     for _ in range(6):
         if frame is None:
-            return
+            return None
         if type(frame.f_locals.get("self")).__module__.startswith("lightgbm"):
             data = frame.f_locals.get("dataset")
             if engine_of(data) == "lightgbm":
                 check(data)
-            return
+                return data
+            return None
         frame = frame.f_back
+    return None
 
 
-def read(data) -> Fields:
-    """The fields of a ``lightgbm.Dataset`` that an objective reads, after :func:`check`."""
+def _statistics(data) -> Statistics | None:
+    """Statistics of the full set of an ``lgb.cv`` fold (a subset), None for a whole set."""
+    reference = getattr(data, "reference", None)
+    if reference is None or getattr(data, "used_indices", None) is None or reference.get_label() is None:
+        return None
+    given = _positions.given(reference)
+    return Statistics(
+        label_max=float(np.max(reference.get_label(), initial=0)),
+        n_positions=None if given is None else max(int(given.max(initial=1)), 1),
+    )
+
+
+def read(data, *, position: bool = False) -> Fields:
+    """The fields of a ``lightgbm.Dataset`` that an objective reads, after :func:`check`;
+    the positions as the user gave them with ``position`` (:mod:`gbrank.engines.positions`)."""
     check(data)
     group = data.get_group()
     labels = data.get_label()
@@ -130,12 +148,15 @@ def read(data) -> Fields:
             "sizes of consecutive queries) or call set_group() before training"
         )
     weights = data.get_weight()
+    sizes = np.asarray(group, dtype=np.int64)
+    given = _positions.of_lightgbm(data, np.concatenate(([0], np.cumsum(sizes)))) if position else None
     return Fields(
         labels=labels,
-        sizes=np.asarray(group, dtype=np.int64),
+        sizes=sizes,
         weights=None if weights is None else np.asarray(weights, dtype=np.float64),
         init_score=data.get_init_score(),
-        position=data.get_position(),
+        position=given,
+        statistics=_statistics(data),
     )
 
 
@@ -165,6 +186,7 @@ def dataset(
         reference=reference,
         free_raw_data=free_raw_data,
     )
+    _positions.remember(data)
     return data.construct()
 
 

@@ -24,6 +24,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..groups import sizes_to_offsets
+from . import positions as _positions
 from ._common import Fields, engine_of, is_builtin, start_score, watched
 
 __all__ = [
@@ -40,10 +42,12 @@ __all__ = [
 ]
 
 
-def read(dmat) -> Fields:
+def read(dmat, *, position: bool = False) -> Fields:
     """The fields of an ``xgboost.DMatrix`` (or ``QuantileDMatrix``) an objective reads.
 
     XGBoost weights whole queries: one weight per query is spread to the query's rows.
+    XGBoost has no position field: with ``position`` the row order within each query is
+    read as the position, with a one-time warning (:func:`gbrank.engines.positions.row_order`).
     """
     labels = dmat.get_label()
     if labels.size == 0:
@@ -62,7 +66,9 @@ def read(dmat) -> Fields:
                 f"{labels.size} rows; ranking weights are one per query"
             )
     margin = dmat.get_base_margin()
-    return Fields(labels=labels, sizes=sizes, weights=row_weights, init_score=margin if margin.size else None)
+    rows = _positions.row_order(sizes_to_offsets(sizes)) if position else None
+    return Fields(labels=labels, sizes=sizes, weights=row_weights, init_score=margin if margin.size else None,
+                  position=rows)
 
 
 def group_sizes(dmat, *, purpose: str) -> np.ndarray:

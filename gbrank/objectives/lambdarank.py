@@ -87,6 +87,7 @@ import numpy as np
 
 from .._docstrings import fill_doc, objective_example
 from .._validation import check_choice, check_float, check_int, check_labels
+from ..engines.statistics import label_max
 from ..gains import EXP2_MAX_LABEL, Discount, Gain, discount_values, gain_values
 from ..groups import sizes_to_qid, varies_per_query
 from ._label_order import ideal_dcg, label_order
@@ -172,7 +173,8 @@ class LambdaRank(LambdaObjective):
             gains, table, inv = self._ndcg_inputs(labels, offsets, self.k)
             return gains, table, inv, None
         if self.measure == "err":
-            top = int(labels.max(initial=0)) if self.max_label is None else self.max_label
+            # the whole training data's maximum, also where these rows are a part of it
+            top = int(label_max(labels)) if self.max_label is None else self.max_label
             return (np.exp2(labels) - 1.0) / 2.0**top, None, None, None
         relevant = (labels > self.relevance_threshold).astype(np.float64)
         inv = None
