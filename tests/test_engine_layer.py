@@ -22,10 +22,6 @@ LAYER = "engines/"
 EXCEPTIONS = {
     "dask/metrics.py": "xgboost.collective: the allreduce of DistributedMetrics, inside xgboost.dask.train",
 }
-# Engine driving that is moving into gbrank/engines/: empty this set when the moves land.
-MOVING = {
-    "dask/training.py": "DaskLGBMRanker, DaskDMatrix and xgboost.dask.train",
-}
 
 
 def engine_imports(path: Path) -> list[tuple[int, str]]:
@@ -58,14 +54,14 @@ def importers() -> dict[str, list[tuple[int, str]]]:
 def test_only_the_engine_layer_imports_the_engines():
     found = importers()
     outside = {name: imports for name, imports in found.items()
-               if not name.startswith(LAYER) and name not in EXCEPTIONS and name not in MOVING}
+               if not name.startswith(LAYER) and name not in EXCEPTIONS}
     assert not outside, f"engine imports outside gbrank/engines/ (move them into the engine layer): {outside}"
     assert any(name.startswith(LAYER) for name in found)
 
 
 def test_every_exception_is_still_needed():
     found = importers()
-    stale = sorted(name for name in {**EXCEPTIONS, **MOVING} if name not in found)
+    stale = sorted(name for name in EXCEPTIONS if name not in found)
     assert not stale, f"these modules no longer import an engine: drop them from the exceptions: {stale}"
 
 
