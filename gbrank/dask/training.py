@@ -200,8 +200,6 @@ def train_xgboost(
     estimate of the click objectives sums its statistics over the workers at every update
     (an allreduce), so every worker computes the gradients one machine would.
     """
-    import xgboost as xgb
-
     frames = [df] + [frame for frame, _ in evals or []]
     for i, frame in enumerate(frames):
         require_frame(frame, qid_col)
@@ -251,6 +249,6 @@ def train_xgboost(
     )
     if evals_result is not None:
         evals_result.update(out["history"])
-    booster: xgb.Booster = out["booster"]
+    booster = out["booster"]
     booster.feature_names = list(features)
     return booster
