@@ -90,7 +90,7 @@ def command_line() -> str:
 def document(title: str, intro: str, table: str, *body: str, settings: list[str]) -> str:
     """The markdown of a reproduction: title, what was compared, the command, our table, the
     ``body`` (findings), then the ``settings`` (from :func:`settings_lines`); one line per item."""
-    return "\n".join([f"# {title}", "", intro, "", "Command:", "", "```", command_line(), "```", "", table, "",
+    return "\n".join([f"# {title}", "", intro, "", "Command:", "", "<!-- fragment -->", "```", command_line(), "```", "", table, "",
                       *body, "", "Settings:", "", *settings])
 
 

@@ -27,6 +27,7 @@ The table gives each method's test NDCG@10, the share of the naive-to-ceiling ga
 and paired tests against ``naive`` over test queries (``gbrank.bench.stats.significance``).
 
     python benchmarks/bench_clicks.py                    # quick run, generated data only
+    python benchmarks/bench_clicks.py --grid --out docs/clicks/grid   # eta x sessions x 3 seeds, side by side
     python benchmarks/bench_clicks.py --full --datasets mq2008 --out docs/clicks/mq2008   # one of the docs' tables
 
 The docs' page on learning from clicks lists the commands of all its figures.
@@ -83,6 +84,8 @@ def lgb_train(params, X, label, group, rounds, objective, position=None):
 
 
 def run_one(train, test, *, setting, eta, sessions, rounds, seed, threads, logging_fraction, clip=None):
+    """Train every method on one simulated click log; returns per-query NDCG@10 on the test
+    queries, the estimated propensities, the log and each method's training seconds."""
     import xgboost as xgb
 
     top_k = int(train.group.max()) if setting == "all-shown" else 10
@@ -90,47 +93,93 @@ def run_one(train, test, *, setting, eta, sessions, rounds, seed, threads, loggi
     log = simulate_clicks(train.y, train.group, X=train.X, sessions_per_query=sessions, top_k=top_k, eta=eta,
                           policy=policy, logging_fraction=logging_fraction, seed=seed)
     order = display_order(train, log.logging_scores)
-    X, clicks, group = train.X[order], log.clicks[order].astype(np.float64), train.group
+    # gbrank trains on the rows in their natural order, the positions beside them, as a
+    # click log comes; the engines' own modes need the display order
+    X, clicks, group = train.X, log.clicks.astype(np.float64), train.group
     rank = np.arange(order.size) - np.repeat(np.cumsum(group) - group, group) + 1
-    position = log.position[order] if log.position is not None else None
     params = {"learning_rate": 0.1, "num_leaves": 15, "min_data_in_leaf": 20, "verbose": -1,
               "num_threads": threads, "seed": seed}
+    models, extra, seconds = {}, {}, {}
+
+    def fit(name, train_model):
+        start = time.perf_counter()
+        models[name] = train_model()
+        seconds[name] = time.perf_counter() - start
 
     def ours(obj, labels, pos=None):
-        def fobj(preds, _):
-            return obj.grad_hess(labels, preds, group, position=pos)
-        return lgb_train(params, X, labels, group, rounds, fobj)
+        return lambda: lgb_train(params, X, labels, group, rounds, obj, position=pos)
 
-    models, extra = {}, {}
-    models["ceiling"] = ours(gbrank.ips_listnet(propensity=None), log.relevance[order] * sessions)
+    fit("ceiling", ours(gbrank.ips_listnet(propensity=None), log.relevance * sessions))
     if policy == "plackett_luce":
-        models["naive"] = ours(gbrank.ips_listnet(propensity=None), clicks)
+        fit("naive", ours(gbrank.ips_listnet(propensity=None), clicks))
         # positions change from session to session: the policy-aware weights c / rho
-        weights = log.ips_weights()[order]
+        weights = log.ips_weights()
         if clip is not None:
             weights = np.minimum(weights, clicks / clip)
-        models["ips-policy-aware"] = ours(gbrank.ips_listnet(propensity=None), weights)
-        models["ips-pairwise-policy-aware"] = ours(pairwise(None), weights)
-        return evaluate(models, test), extra, log
+        fit("ips-policy-aware", ours(gbrank.ips_listnet(propensity=None), weights))
+        fit("ips-pairwise-policy-aware", ours(pairwise(None), weights))
+        return evaluate(models, test), extra, log, seconds
+    position = log.position
     # naive: unit propensities, so that as in a click log rows never shown take no part
-    models["naive"] = ours(gbrank.ips_listnet(propensity=np.ones(top_k)), clicks, position)
-    models["ips-known"] = ours(gbrank.ips_listnet(propensity=log.theta, clip=clip), clicks, position)
+    fit("naive", ours(gbrank.ips_listnet(propensity=np.ones(top_k)), clicks, position))
+    fit("ips-known", ours(gbrank.ips_listnet(propensity=log.theta, clip=clip), clicks, position))
     estimated = gbrank.ips_listnet(clip=clip)
-    models["ips-estimated"] = ours(estimated, clicks, position)
-    models["ips-pairwise-known"] = ours(pairwise(log.theta, clip), clicks, position)
+    fit("ips-estimated", ours(estimated, clicks, position))
+    fit("ips-pairwise-known", ours(pairwise(log.theta, clip), clicks, position))
     estimated_pairwise = pairwise(clip=clip)
-    models["ips-pairwise-estimated"] = ours(estimated_pairwise, clicks, position)
+    fit("ips-pairwise-estimated", ours(estimated_pairwise, clicks, position))
     extra["propensity"] = {"listnet": estimated.propensity_, "pairwise": estimated_pairwise.propensity_}
     # the engines see every row at its rank in the logging order (rows past the cut-off,
     # never clicked, at ranks beyond it)
-    counts = clicks.astype(np.int64)
-    models["lgb-position"] = lgb_train({**params, "label_gain": list(range(int(counts.max()) + 1))}, X, counts,
-                                       group, rounds, "lambdarank", position=rank)
-    dtrain = xgb.DMatrix(X, clicks, qid=np.repeat(np.arange(group.size), group))
-    models["xgb-unbiased"] = xgb.train(
+    counts = clicks[order].astype(np.int64)
+    fit("lgb-position", lambda: lgb_train({**params, "label_gain": list(range(int(counts.max()) + 1))}, X[order],
+                                          counts, group, rounds, "lambdarank", position=rank))
+    dtrain = xgb.DMatrix(X[order], clicks[order], qid=np.repeat(np.arange(group.size), group))
+    fit("xgb-unbiased", lambda: xgb.train(
         {"objective": "rank:ndcg", "lambdarank_unbiased": True, "ndcg_exp_gain": False, "eta": 0.1,
-         "max_depth": 6, "nthread": threads, "seed": seed}, dtrain, rounds)
-    return evaluate(models, test), extra, log
+         "max_depth": 6, "nthread": threads, "seed": seed}, dtrain, rounds))
+    return evaluate(models, test), extra, log, seconds
+
+
+def grid(etas, sessions_list, seeds, *, rounds, threads, logging_fraction, clip=None) -> pd.DataFrame:
+    """Generated data, every document shown: each method's share of the naive-to-ceiling gap
+    closed and its training time, for every eta, sessions per query and seed."""
+    rows = []
+    for eta in etas:
+        for sessions in sessions_list:
+            for seed in seeds:
+                train, test = load("generated", 1, seed)
+                per_query, _, _, seconds = run_one(train, test, setting="all-shown", eta=eta, sessions=sessions,
+                                                   rounds=rounds, seed=seed, threads=threads,
+                                                   logging_fraction=logging_fraction, clip=clip)
+                means = {m: float(np.mean(v)) for m, v in per_query.items()}
+                gap = means["ceiling"] - means["naive"]
+                for method, value in means.items():
+                    rows.append({"eta": eta, "sessions": sessions, "seed": seed, "method": method, "ndcg@10": value,
+                                 "gap_closed": (value - means["naive"]) / gap if gap > 0 else np.nan,
+                                 "seconds": seconds[method]})
+                print(f"eta={eta:g} sessions={sessions} seed={seed}: " + ", ".join(
+                    f"{m} {100 * r['gap_closed']:.0f}% ({r['seconds']:.1f} s)" for m, r in
+                    ((r["method"], r) for r in rows[-len(means):])), flush=True)
+    return pd.DataFrame(rows)
+
+
+def grid_table(results: pd.DataFrame) -> str:
+    """Markdown: per eta and sessions, every method's gap closed (mean over the seeds, and
+    their range) and mean training seconds, gbrank's methods beside both engines'."""
+    methods = [m for m in METHODS if m in set(results["method"]) and m not in ("naive", "ceiling")]
+    head = "| eta | sessions | naive → ceiling | " + " | ".join(methods) + " |"
+    lines = [head, "|---|---|---|" + "---:|" * len(methods)]
+    for (eta, sessions), part in results.groupby(["eta", "sessions"], sort=True):
+        by = part.groupby("method")
+        ndcg = by["ndcg@10"].mean()
+        cells = []
+        for m in methods:
+            g = part[part["method"] == m]
+            cells.append(f"{100 * g['gap_closed'].mean():.0f}% [{100 * g['gap_closed'].min():.0f}, "
+                         f"{100 * g['gap_closed'].max():.0f}] {g['seconds'].mean():.1f} s")
+        lines.append(f"| {eta:g} | {sessions} | {ndcg['naive']:.3f} → {ndcg['ceiling']:.3f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def propensity_study(datasets, folds, sessions_list, *, eta, rounds, seed, threads, logging_fraction) -> pd.DataFrame:
@@ -200,18 +249,39 @@ def main(argv=None):
                         help="share of the training queries the weak logging ranker is fitted on (at least one)")
     parser.add_argument("--rounds", type=int, default=100, help="boosting rounds")
     parser.add_argument("--folds", nargs="+", type=int, default=[1], help="LETOR folds")
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0])
+    parser.add_argument("--seeds", nargs="+", type=int, default=None, help="default 0 (0 1 2 with --grid)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--full", action="store_true", help="every dataset, eta and setting")
     parser.add_argument("--out", type=Path, default=None, help="write results.csv, results.inc (a Markdown table), propensity.csv and propensity.png here")
     parser.add_argument("--clip", type=float, default=None, help="clip of every IPS method (default none)")
+    parser.add_argument("--grid", action="store_true",
+                        help="generated data, every document shown, eta 0.5 1 2 (or --etas), 50 and 200 sessions per "
+                             "query (or --sessions-grid), seeds 0 1 2 (or --seeds): gap closed, mean and range over "
+                             "the seeds, and training time of every method, side by side")
+    parser.add_argument("--sessions-grid", nargs="+", type=int, default=[50, 200])
     parser.add_argument("--propensity-sessions", nargs="+", type=int, default=None,
                         help="only measure the estimated propensities' error for these sessions per query "
                              "(--datasets and --folds, all shown, the first --etas)")
     args = parser.parse_args(argv)
+    if args.grid:
+        args.seeds = args.seeds or [0, 1, 2]
+        import os
+
+        load_average = os.getloadavg()
+        results = grid(args.etas or [0.5, 1.0, 2.0], args.sessions_grid, args.seeds,
+                       rounds=args.rounds, threads=args.threads, logging_fraction=args.logging_fraction, clip=args.clip)
+        table = grid_table(results)
+        print(f"machine load (1, 5, 15 min) at the start: {load_average[0]:.2f} {load_average[1]:.2f} "
+              f"{load_average[2]:.2f}; at the end: " + " ".join(f"{v:.2f}" for v in os.getloadavg()))
+        print(table)
+        if args.out is not None:
+            args.out.mkdir(parents=True, exist_ok=True)
+            results.to_csv(args.out / "grid.csv", index=False)
+            (args.out / "grid.inc").write_text(table)
+        return
     if args.propensity_sessions:
         study = propensity_study(args.datasets or ["generated"], args.folds, args.propensity_sessions, eta=(args.etas or [1.0])[0], rounds=args.rounds,
-                                 seed=args.seeds[0], threads=args.threads, logging_fraction=args.logging_fraction)
+                                 seed=(args.seeds or [0])[0], threads=args.threads, logging_fraction=args.logging_fraction)
         if args.out is not None:
             args.out.mkdir(parents=True, exist_ok=True)
             study.to_csv(args.out / "propensity_sessions.csv", index=False)
@@ -224,7 +294,7 @@ def main(argv=None):
     rows, propensities = [], []
     for dataset in datasets:
         for fold in args.folds if dataset != "generated" else [1]:
-            for seed in args.seeds:
+            for seed in args.seeds or [0]:
                 loaded = load(dataset, fold, seed)
                 if loaded is None:
                     print(f"{dataset}: data not found, skipped")
@@ -233,7 +303,7 @@ def main(argv=None):
                 for setting in settings:
                     for eta in etas:
                         start = time.perf_counter()
-                        per_query, extra, log = run_one(train, test, setting=setting, eta=eta, sessions=args.sessions,
+                        per_query, extra, log, _ = run_one(train, test, setting=setting, eta=eta, sessions=args.sessions,
                                                         rounds=args.rounds, seed=seed, threads=args.threads,
                                                         logging_fraction=args.logging_fraction, clip=args.clip)
                         key = f"{dataset}/{setting}/eta={eta:g}"

@@ -10,8 +10,13 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import sys
+from pathlib import Path
 
 import gbrank
+
+# objective_catalogue: the lists of objectives, written from the registry
+sys.path.insert(0, str(Path(__file__).resolve().parent / "_ext"))
 
 project = "gbrank"
 author = "gbrank developers"
@@ -24,11 +29,12 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
     "sphinx.ext.mathjax",
+    "objective_catalogue",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build"]
+exclude_patterns = ["_build", "_ext"]
 
 # Every unresolved cross-reference is a warning (an error under -W), except references to
 # third-party types, which have no inventory to resolve against in an offline build.

@@ -12,21 +12,34 @@ import types
 from typing import Callable, Mapping
 
 
-class _ExportingModule(types.ModuleType):
+class _PicklableModule(types.ModuleType):
+    """A module that pickles by name, with the standard pickle too.
+
+    cloudpickle pickles a plain module by name but looks its reducers up by exact type, so a
+    subclass of ``ModuleType`` needs its own; the standard pickle refuses modules. Without
+    this, a function that refers to ``gbrank`` (a scorer, a Dask task) cannot reach a process
+    pool or a Dask worker.
+    """
+
+    def __reduce__(self):
+        return importlib.import_module, (self.__name__,)
+
+
+class _ExportingModule(_PicklableModule):
     """A package whose exported functions keep their name when a submodule of that name loads.
 
     Importing ``pkg.ndcg`` makes Python bind the submodule to the package attribute ``ndcg``;
     where ``ndcg`` is an exported function of that submodule, the function is bound instead,
-    as an eager ``from .ndcg import ndcg`` in the package would have left it.
+    as an eager ``from .ndcg import ndcg`` in the package would have left it. Submodules
+    bound as modules pickle by name (:class:`_PicklableModule`), as the package does.
     """
 
     def __setattr__(self, name: str, value) -> None:
-        if (
-            isinstance(value, types.ModuleType)
-            and value.__name__ == f"{self.__name__}.{name}"
-            and self._gbrank_exports().get(name) == f"{value.__name__}:{name}"
-        ):
-            value = getattr(value, name)
+        if isinstance(value, types.ModuleType) and value.__name__ == f"{self.__name__}.{name}":
+            if self._gbrank_exports().get(name) == f"{value.__name__}:{name}":
+                value = getattr(value, name)
+            elif type(value) is types.ModuleType:
+                value.__class__ = _PicklableModule
         super().__setattr__(name, value)
 
 

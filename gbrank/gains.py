@@ -28,7 +28,7 @@ import numpy as np
 
 from ._validation import check_labels
 
-__all__ = ["EXP2_MAX_LABEL", "Discount", "Gain", "discount_values", "gain_values"]
+__all__ = ["EXP2_MAX_LABEL", "Discount", "Gain", "discount_values", "gain_values", "resolve_gain"]
 
 EXP2_MAX_LABEL = 31
 
@@ -70,6 +70,21 @@ def gain_values(y_true, gain: Gain = "exp2", *, offsets=None, name: str = "y_tru
         name=name,
     )
     return table[labels.astype(np.int64)]
+
+
+def resolve_gain(gain, y) -> Gain:
+    """The label policy of ``gain="auto"``: ``"exp2"`` when every label of ``y`` is an
+    integer no larger than 31 (LightGBM's and XGBoost's default gain), ``"linear"``
+    otherwise. Any other ``gain`` is returned as given.
+
+    ``y`` is the whole data's labels, as the user gave them: the choice must not depend on
+    the slice a model or a fold sees.
+    """
+    if isinstance(gain, str) and gain == "auto":
+        y = np.asarray(y, dtype=np.float64)
+        integer = bool(np.all(y == np.floor(y)))
+        return "exp2" if integer and (y.size == 0 or y.max() <= EXP2_MAX_LABEL) else "linear"
+    return gain
 
 
 def discount_values(n: int, discount: Discount = "log2") -> np.ndarray:

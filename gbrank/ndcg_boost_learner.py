@@ -220,8 +220,13 @@ class NDCGBoost(BaseEstimator):
 
     Examples
     --------
-    >>> model = NDCGBoost(n_estimators=100).fit(X, y, group=sizes)  # doctest: +SKIP
-    >>> scores = model.predict(X_test)  # doctest: +SKIP
+    >>> from gbrank import NDCGBoost
+    >>> from gbrank.datasets import make_ranking
+    >>> from gbrank.metrics import ndcg
+    >>> data = make_ranking(n_queries=30, docs_per_query=10, n_features=5, seed=0)
+    >>> model = NDCGBoost(n_estimators=20).fit(data.X, data.y, group=data.group)
+    >>> round(ndcg(data.y, model.predict(data.X), data.group, k=5), 4)  # on the training queries
+    0.7493
     """
 
     def __init__(

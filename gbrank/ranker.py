@@ -1,9 +1,10 @@
 """`Ranker`: a scikit-learn estimator that trains any gbrank objective on LightGBM or XGBoost.
 
 XGBoost's own ``XGBRanker`` refuses custom objectives and LightGBM's ``LGBMRanker`` speaks
-only LightGBM; `Ranker` drives ``lightgbm.train`` and ``xgboost.train`` directly, with one set
-of parameters, gbrank's NDCG for evaluation and early stopping, and query ids that may come
-in any row order (a ``qid`` array or a pandas column).
+only LightGBM; `Ranker` trains through gbrank's engine layer (:func:`gbrank.engines.lightgbm.train`
+and :func:`gbrank.engines.xgboost.train`, which check the parameters and build the data), with
+one set of parameters, gbrank's NDCG for evaluation and early stopping, and query ids that may
+come in any row order (a ``qid`` array or a pandas column).
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._frame import QueryOrder, query_order, split_qid
 from ._validation import check_labels, check_weights
-from .engines import BUILTIN_OBJECTIVES, is_builtin, uses_position, with_position
+from .engines import BUILTIN_OBJECTIVES, is_builtin, positions, uses_position, with_position
 from .engines import predict as engine_predict
-from .gains import EXP2_MAX_LABEL
+from .gains import resolve_gain
 from .groups import check_group
 from .metrics import make_metrics, ndcg
 from .objectives import RankingObjective
@@ -242,11 +243,12 @@ class Ranker(BaseEstimator):
         sample_weight : array-like of shape (n_rows,), optional
             Non-negative row weights (XGBoost: equal within a query).
         position : array-like of int, shape (n_rows,), optional
-            Displayed rank of each row (1-based) when the labels were collected, for
-            unbiased learning to rank. LightGBM's ``lambdarank`` receives it as
-            ``Dataset(position=)``; a gbrank objective with ``uses_position = True`` receives
-            it in either engine through :func:`gbrank.engines.with_position`. Any other
-            objective refuses it.
+            Displayed rank of each row (1-based, any value) when the labels were collected,
+            -1 for a row never shown, for unbiased learning to rank; a pandas Series is read
+            by its values, in the rows' order. LightGBM's ``lambdarank`` receives it as
+            ``Dataset(position=)`` (without -1: it has no rows never shown); a gbrank
+            objective with ``uses_position = True`` receives it in either engine through
+            :func:`gbrank.engines.with_position`. Any other objective refuses it.
         eval_set : list of (X, y), optional
             Data evaluated after every round with gbrank's NDCG@k for each ``k`` in
             ``eval_at``; results in ``evals_result_``.
@@ -273,7 +275,7 @@ class Ranker(BaseEstimator):
         if weight is not None and not weight.sum() > 0:
             raise ValueError("sample_weight is zero for every row: there is nothing to fit")
         position = rows.group(_check_position(position, y.shape[0], engine, objective))
-        gain = _evaluation_gain(self.gain, y)
+        gain = resolve_gain(self.gain, y)
         evals = self._eval_sets(eval_set, eval_group, eval_qid)
         names = [f"valid_{i}" for i in range(len(evals))]
         cutoffs = [eval_at] if isinstance(eval_at, numbers.Integral) else list(eval_at)
@@ -478,7 +480,8 @@ def _entry(values, i: int, n: int, name: str):
 
 
 def _check_position(position, n: int, engine: str, objective):
-    """Positions as int64 (1-based), or None; refused where nothing would read them."""
+    """Positions as int64 (1-based, -1 for rows never shown), or None; refused where
+    nothing would read them."""
     if position is None:
         return None
     if not (uses_position(objective) or (engine == "lightgbm" and objective == "lambdarank")):
@@ -487,24 +490,15 @@ def _check_position(position, n: int, engine: str, objective):
             f"position= is read only by {where}gbrank objectives that declare "
             f"uses_position = True, and {objective!r} does not: drop position= or use such an objective"
         )
-    values = np.asarray(position)
-    if values.shape != (n,):
-        raise ValueError(f"position has shape {values.shape} but there are {n} rows")
-    if values.dtype.kind not in "iu" and not (values.dtype.kind == "f" and np.all(values == np.round(values))):
-        raise ValueError("position must hold integers: the displayed rank of each row, starting at 1")
-    values = values.astype(np.int64)
-    if values.size and values.min() < 1:
-        row = int(np.argmin(values))
-        raise ValueError(f"position[{row}] = {values[row]}: positions are displayed ranks, starting at 1")
+    values = positions.check(position, n)
+    if isinstance(objective, str) and (values == -1).any():
+        row = int(np.flatnonzero(values == -1)[0])
+        raise ValueError(
+            f"position[{row}] = -1 (never shown): LightGBM's lambdarank has no rows never shown, it "
+            "would learn a bias for -1 as for a position; drop those rows, or train a gbrank click "
+            "objective (gbrank.ips_listnet(), gbrank.ips_ranknet()), which leaves them out of the loss"
+        )
     return values
-
-
-def _evaluation_gain(gain, y: np.ndarray):
-    """The label policy: the NDCG gain evaluation uses for labels ``fit`` accepted."""
-    if isinstance(gain, str) and gain == "auto":
-        integer = bool(np.all(y == np.floor(y)))
-        return "exp2" if integer and (y.size == 0 or y.max() <= EXP2_MAX_LABEL) else "linear"
-    return gain
 
 
 def _check_evaluable(y: np.ndarray, sizes, gain, name: str) -> None:
@@ -524,7 +518,6 @@ def _fit_lightgbm(*, params, objective, data, evals, names, metrics, **training)
 
     _require("lightgbm")
     X, y, sizes, weight, position = data
-    engine.check_params(params, objective)
     if position is not None and not isinstance(objective, str):
         # LightGBM keeps positions as ids of distinct values: the loss gets them bound
         objective, position = with_position(objective, position), None

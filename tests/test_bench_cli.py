@@ -22,7 +22,7 @@ pytest.importorskip("tqdm")
 import gbrank  # noqa: E402
 from gbrank.bench import BenchConfig, TreeParams, parse_methods, run_benchmark  # noqa: E402
 from gbrank.bench import __main__ as cli  # noqa: E402
-from gbrank.bench.methods import all_method_names, default_method_names  # noqa: E402
+from gbrank.bench.methods import all_method_names, default_method_names, method_objective  # noqa: E402
 from gbrank.datasets import make_ranking  # noqa: E402
 from gbrank.objectives import registry  # noqa: E402
 
@@ -43,8 +43,9 @@ def test_every_method_help_names_is_listed(capsys):
     named = {m.split("(")[0] for m in re.findall(r"\b(?:lgb|xgb|native):[A-Za-z_:]+[A-Za-z_]", help_text)}
     assert named and named <= listed, named - listed
     for name in registry.names():
-        assert re.search(rf"^\s+{name}\s", help_text, re.M), name
-        assert f"lgb:{name}" in listed and f"xgb:{name}" in listed
+        assert re.search(rf"^\s+{method_objective(name)}\s", help_text, re.M), name
+        assert f"lgb:{method_objective(name)}" in listed and f"xgb:{method_objective(name)}" in listed
+    assert len(listed) == len(set(listed)) == len(all_method_names())
 
 
 @pytest.mark.slow
@@ -173,11 +174,67 @@ def test_one_letor_fold_directory_is_one_split(tmp_path):
                      "--out", str(out)]) == 0
     predictions = pd.read_csv(out / "predictions.csv.gz")
     assert set(predictions["fold"]) == {"Fold1"}
+    # named after the data set, not the fold directory
+    assert set(predictions["dataset"]) == {"MQ"}
+    assert "## MQ" in (out / "report.md").read_text()
     test = parts["test"]
     run = predictions[(predictions["method"] == "lgb:listmle") & (predictions["seed"] == 0)]
     np.testing.assert_array_equal(run["qid"], test.qid + 200)
     np.testing.assert_array_equal(run["label"], test.y)
     assert "as one split" in (out / "report.md").read_text()
+
+
+def _letor_dataset(root, n_folds=1):
+    parts = {}
+    for f in range(1, n_folds + 1):
+        fold = root / f"Fold{f}"
+        fold.mkdir(parents=True)
+        for i, split in enumerate(("train", "vali", "test")):
+            parts[f, split] = make_ranking(n_queries=6, docs_per_query=(3, 6), n_features=3, n_levels=3, seed=10 * f + i)
+            _write_letor(fold / f"{split}.txt", parts[f, split], qid_offset=100 * i)
+    return parts
+
+
+def test_load_letor_fold_reads_a_fold_directory_as_the_command_line_does(tmp_path):
+    from gbrank.bench import parse_data
+    from gbrank.datasets import load_letor_fold
+
+    parts = _letor_dataset(tmp_path / "MQ", n_folds=2)
+    direct = load_letor_fold(tmp_path / "MQ" / "Fold2")
+    numbered = load_letor_fold(tmp_path / "MQ", 2)
+    bench = parse_data(f"letor:{tmp_path / 'MQ' / 'Fold2'}").fold(0)
+    for i, split in enumerate(("train", "vali", "test")):
+        np.testing.assert_array_equal(direct[i].y, parts[2, split].y)
+        for other in (numbered[i], (bench.train, bench.valid, bench.test)[i]):
+            np.testing.assert_array_equal(other.X, direct[i].X)
+            np.testing.assert_array_equal(other.qid, direct[i].qid)
+
+
+def test_load_letor_fold_errors_say_what_the_directory_holds(tmp_path):
+    from gbrank.datasets import load_letor_fold
+
+    _letor_dataset(tmp_path / "MQ", n_folds=2)
+    with pytest.raises(FileNotFoundError, match=r"Fold1/Fold1: .*Fold1 is itself a fold directory; read it with "
+                       r"load_letor_fold\(.*\) \(no fold=\)"):
+        load_letor_fold(tmp_path / "MQ" / "Fold1", 1)
+    with pytest.raises(ValueError, match=r"holds the folds Fold1, Fold2: choose one with fold="):
+        load_letor_fold(tmp_path / "MQ")
+    with pytest.raises(FileNotFoundError, match=r"no fold directory .*Fold3: it holds Fold1, Fold2"):
+        load_letor_fold(tmp_path / "MQ", 3)
+    with pytest.raises(FileNotFoundError, match=r"is neither a fold directory .* nor a dataset directory"):
+        load_letor_fold(tmp_path)
+    with pytest.raises(FileNotFoundError, match="no such directory"):
+        load_letor_fold(tmp_path / "nowhere")
+
+
+def test_a_real_fold_directory_is_named_after_its_data_set(letor_path):
+    from gbrank.bench import parse_data
+    from gbrank.datasets import load_letor_fold
+
+    fold = letor_path("letor4_mq2008/Fold1")
+    data = parse_data(f"letor:{fold}")
+    assert data.name == "letor4_mq2008" and data.fold(0).name == "Fold1"
+    np.testing.assert_array_equal(load_letor_fold(fold).test.y, data.fold(0).test.y)
 
 
 def test_a_directory_without_folds_or_files_is_refused(tmp_path, capsys):
@@ -233,7 +290,8 @@ def test_out_is_checked_by_the_real_check_when_writable(tmp_path):
 
 
 # --------------------------------------------------------------------------- progress
-_LINE = re.compile(r"^gbrank\.bench \[(\d+)/(\d+)\] synthetic fold\d seed (\d) (\S+): NDCG@10 (\d\.\d{4}), \d+\.\d\d s$")
+_LINE = re.compile(r"^gbrank\.bench \[(\d+)/(\d+)\] synthetic fold\d seed (\d) (\S+): NDCG@10 (\d\.\d{4}), "
+                   r"train (\d+\.\d\d) s, run (\d+\.\d\d) s$")
 
 
 def test_progress_lines_when_stderr_is_not_a_terminal(capsys):
@@ -249,6 +307,9 @@ def test_progress_lines_when_stderr_is_not_a_terminal(capsys):
         fold = re.search(r"(fold\d)", line).group(1)
         run = by_run[(fold, int(match.group(3)), match.group(4))]
         assert float(match.group(5)) == pytest.approx(run["ndcg@10"], abs=5e-5)
+        # "train" is the report's train s; "run" the whole run, which holds it
+        assert float(match.group(6)) == pytest.approx(run["train_seconds"], abs=5e-3)
+        assert float(match.group(7)) >= float(match.group(6))
     assert "%|" not in err
 
 
@@ -298,3 +359,90 @@ def test_a_bare_built_in_name_is_the_built_in_and_arguments_name_gbrank():
     ours = parse_method("lgb:lambdarank(measure=map)")
     assert not ours.builtin and repr(ours.build()).startswith("lambdarank(measure='map'")
     assert not parse_method("xgb:lambdarank").builtin  # XGBoost has no built-in of that name
+
+
+def test_gbrank_lambdarank_has_one_name_in_every_engine(capsys):
+    from gbrank.bench.methods import parse_method
+
+    for engine in ("lgb", "xgb"):
+        method = parse_method(f"{engine}:gbrank_lambdarank")
+        assert method.name == f"{engine}:gbrank_lambdarank" and not method.builtin
+        assert repr(method.build()) == repr(gbrank.lambdarank())
+    # the old spellings still work and are named the unambiguous way
+    assert parse_method("lgb:lambdarank(k=10)").name == "lgb:gbrank_lambdarank(k=10)"
+    assert parse_method("xgb:lambdarank").name == "xgb:gbrank_lambdarank"
+    assert parse_method("lgb:gbrank_lambdarank(k=10)") == parse_method("lgb:lambdarank(k=10)")
+    lines = [line for line in _full_list(capsys) if "gbrank_lambdarank" in line or "lgb:lambdarank" in line]
+    assert [line.split()[0] for line in lines] == ["lgb:lambdarank", "lgb:gbrank_lambdarank", "xgb:gbrank_lambdarank"]
+    assert "built-in" in lines[0] and "built-in" not in lines[1]
+    with pytest.raises(ValueError, match="unknown method"):
+        parse_method("lgb:gbrank_listmle")  # the prefix only where a built-in has the name
+
+
+def _full_list(capsys) -> list[str]:
+    assert cli.main(["--list-methods"]) == 0
+    return capsys.readouterr().out.splitlines()
+
+
+@pytest.mark.parametrize(
+    "typed, suggested",
+    [
+        ("lambdaloss", "lgb:lambdaloss"),
+        ("listnett", "lgb:listnet"),
+        ("xgb:lambdalos", "xgb:lambdaloss"),
+        ("xbg:lambdalos", "xgb:lambdaloss"),
+        ("xgb:listnett", "xgb:listnet"),
+        ("native:ndcgbost", "native:ndcgboost"),
+        ("gbrank_lambdarank", "lgb:gbrank_lambdarank"),
+    ],
+)
+def test_suggestions_prefer_the_typed_engine_then_lgb(typed, suggested):
+    from gbrank.bench.methods import parse_method
+
+    with pytest.raises(ValueError, match=re.escape(f"(did you mean {suggested!r}?)")):
+        parse_method(typed)
+
+
+@pytest.mark.parametrize("typed", ["lgb:nonsense", "xgb:nonsense", "nonsense"])
+def test_error_messages_list_no_name_twice(typed):
+    from gbrank.bench.methods import parse_method
+
+    with pytest.raises(ValueError) as info:
+        parse_method(typed)
+    listed = re.split(r",\s*", info.value.args[0].rsplit(": ", 1)[1])
+    assert len(listed) == len(set(listed)) > 10, listed
+
+
+# --------------------------------------------------------------------------- output a person reads
+def test_single_panel_plot_titles_fit_the_figure(tmp_path, monkeypatch):
+    from gbrank.bench import plots, write_report
+
+    titles = []
+    save = plots._save
+
+    def measured(fig, path):
+        renderer = fig.canvas.get_renderer()
+        for title in [fig._suptitle, *(ax.title for ax in fig.axes)]:
+            if title is not None and title.get_text():
+                titles.append((title.get_text(), title.get_window_extent(renderer), fig.bbox))
+        return save(fig, path)
+
+    monkeypatch.setattr(plots, "_save", measured)
+    data = "a-data-set-with-a-long-name=" + TINY
+    results = run_benchmark(data, "lgb:lambdarank,lgb:listmle", folds=3, config=BenchConfig(rounds=3), progress="off")
+    write_report(results, tmp_path / "r")
+    # the difference plot's title, and the figure and panel titles of NDCG@k and the curves
+    assert len(titles) == 5
+    for text, box, frame in titles:
+        assert box.x0 >= frame.x0 and box.x1 <= frame.x1, text
+    assert sum("\n" in text for text, _, _ in titles) >= 2
+
+
+def test_the_command_line_prints_the_verdict_and_the_path_not_the_tables(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert cli.main(["--data", TINY, "--methods", "lgb:lambdarank,lgb:listmle", "--folds", "3", "--rounds", "2",
+                     "--out", str(out)]) == 0
+    printed = capsys.readouterr().out.strip().splitlines()
+    assert printed[0].startswith("synthetic: ") and "best" in printed[0] and "**" not in printed[0]
+    assert printed[-1] == f"Report: {(out / 'report.md').resolve()}"
+    assert len(printed) <= 4 and not any(line.startswith("|") for line in printed)

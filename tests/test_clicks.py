@@ -244,7 +244,7 @@ def test_propensity_estimator_recovers_theta_from_clicks_given_the_relevance():
     ([1, 2, 7], r"position\[2\] = 7 at row 2 \(query 0\) is past the 3 known propensities"),
     ([1, -1, 2], r"row 1 \(query 0\) has 2 clicks but position -1 \(never shown\)"),
     ([1, -3, 2], "positions are 1-based"),
-    ([1.0, 2.5, 3.0], r"position\[1\] = 2.5 \(query 0\) is not an integer"),
+    ([1.0, 2.5, 3.0], r"position\[1\] = 2.5 at row 1 \(query 0\) is not an integer"),
     ([1, 2], "position has shape"),
 ])
 @pytest.mark.parametrize("name", CLICK_OBJECTIVES)
@@ -307,21 +307,20 @@ def test_lightgbm_reads_positions_from_the_dataset(click_data, name):
         lgb.Dataset(X, clicks, group=group), 5,
     )
     np.testing.assert_allclose(via_dataset.predict(X), explicit.predict(X))
-    with pytest.raises(ValueError, match=r"carries no positions: build it with lgb.Dataset\(..., position=...\)"):
+    with pytest.raises(ValueError, match=r"got none: build the lgb.Dataset with position="):
         lgb.train({**params, "objective": obj}, lgb.Dataset(X, clicks, group=group), 1)
     with pytest.raises(ValueError, match="folds=gbrank.engines.query_folds"):
         lgb.cv({**params, "objective": obj, "metric": "None"}, lgb.Dataset(X, clicks, group=group, position=pos),
                num_boost_round=1, nfold=2, stratified=False)
-    whole = lgb.Dataset(X, clicks, group=group, position=pos)
-    with pytest.raises(ValueError, match="lgb.cv's fold Datasets do not keep them"):
-        lgb.cv({**params, "objective": obj, "metric": "None"}, whole, num_boost_round=1,
-               folds=gbrank.engines.query_folds(group, nfold=2))
+    # rows in any order within their queries: the positions travel with the rows
     shuffled = pos.copy()
     shuffled[[0, 1]] = shuffled[[1, 0]]
-    # swapped in query 0, the first: LightGBM's ids still read 0, 1, 2, ... there, but the
-    # positions 1 and 2 that query 1 then shows in order come out as ids 1, 0
-    with pytest.raises(ValueError, match=r"not in display order at row 12 \(query 1\)"):
-        lgb.train({**params, "objective": obj}, lgb.Dataset(X, clicks, group=group, position=shuffled), 1)
+    swapped = lgb.train({**params, "objective": obj}, lgb.Dataset(X, clicks, group=group, position=shuffled), 5)
+    explicit = lgb.train(
+        {**params, "objective": lambda p, _: obj.grad_hess(clicks, p, group, position=shuffled)},
+        lgb.Dataset(X, clicks, group=group), 5,
+    )
+    np.testing.assert_allclose(swapped.predict(X), explicit.predict(X))
 
 
 @pytest.mark.parametrize("name", CLICK_OBJECTIVES)
@@ -413,9 +412,11 @@ def test_ranker_passes_the_positions_to_the_objective(click_data, name, engine):
             X[order], clicks[order], group=group, position=pos[order])
         np.testing.assert_allclose(reversed_rows.predict(X), model.predict(X), rtol=1e-6, atol=1e-9)
     if engine == "lightgbm":
-        with pytest.raises(ValueError, match="carries no positions"):
+        with pytest.raises(ValueError, match="got none: build the lgb.Dataset with position="):
             gbrank.Ranker(make(propensity=log.theta), **settings).fit(X, clicks, group=group)
     else:
-        # without position=, XGBoost's convention: the row order within a query
-        by_rows = gbrank.Ranker(make(propensity=log.theta), **settings).fit(X, clicks, group=group)
+        # without position=, XGBoost's convention, with a warning: the row order within a query
+        with pytest.warns(UserWarning, match="row order"):
+            gbrank.engines.positions._WARNED.discard("xgboost-row-order")
+            by_rows = gbrank.Ranker(make(propensity=log.theta), **settings).fit(X, clicks, group=group)
         np.testing.assert_array_equal(by_rows.predict(X), model.predict(X))

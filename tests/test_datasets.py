@@ -21,21 +21,23 @@ from gbrank.datasets import (
 # Real data: counts from the data README's tables
 # ---------------------------------------------------------------------------------------
 
-# fold -> split -> (queries, docs, label counts 0/1/2)
-MQ2008 = {
-    1: {"train": (471, 9630, (7820, 1223, 587)), "vali": (157, 2707, (2140, 400, 167)), "test": (156, 2874, (2319, 378, 177))},
-    2: {"train": (471, 9404, (7644, 1196, 564)), "vali": (156, 2874, (2319, 378, 177)), "test": (157, 2933, (2316, 427, 190))},
-    3: {"train": (470, 8643, (6883, 1189, 571)), "vali": (157, 2933, (2316, 427, 190)), "test": (157, 3635, (3080, 385, 170))},
-    4: {"train": (470, 8514, (6775, 1205, 534)), "vali": (157, 3635, (3080, 385, 170)), "test": (157, 3062, (2424, 411, 227))},
-    5: {"train": (470, 9442, (7715, 1190, 537)), "vali": (157, 3062, (2424, 411, 227)), "test": (157, 2707, (2140, 400, 167))},
-}
-OHSUMED = {
-    1: {"train": (63, 9219, (6052, 1765, 1402)), "vali": (21, 3538, (2457, 546, 535)), "test": (22, 3383, (2794, 274, 315))},
-    2: {"train": (63, 10187, (6758, 1860, 1569)), "vali": (22, 3383, (2794, 274, 315)), "test": (21, 2570, (1751, 451, 368))},
-    3: {"train": (64, 10494, (7390, 1633, 1471)), "vali": (21, 2570, (1751, 451, 368)), "test": (21, 3076, (2162, 501, 413))},
-    4: {"train": (64, 9491, (7002, 1271, 1218)), "vali": (21, 3076, (2162, 501, 413)), "test": (21, 3573, (2139, 813, 621))},
-    5: {"train": (64, 9029, (6707, 1226, 1096)), "vali": (21, 3573, (2139, 813, 621)), "test": (21, 3538, (2457, 546, 535))},
-}
+# The five parts of each collection: (queries, docs, label counts 0/1/2). LETOR rotates
+# them: fold k tests on part k, validates on part k - 1 (fold 1 on part 5) and trains on the
+# other three, which gives the README's table of every fold.
+MQ2008 = [(156, 2874, (2319, 378, 177)), (157, 2933, (2316, 427, 190)), (157, 3635, (3080, 385, 170)),
+          (157, 3062, (2424, 411, 227)), (157, 2707, (2140, 400, 167))]
+OHSUMED = [(22, 3383, (2794, 274, 315)), (21, 2570, (1751, 451, 368)), (21, 3076, (2162, 501, 413)),
+           (21, 3573, (2139, 813, 621)), (21, 3538, (2457, 546, 535))]
+
+
+def fold_counts(parts, fold: int) -> dict:
+    """``{"train": counts, "vali": counts, "test": counts}`` of fold ``fold`` (1-based)."""
+    test, vali = fold - 1, (fold - 2) % len(parts)
+    train = [part for i, part in enumerate(parts) if i not in (test, vali)]
+    summed = (sum(p[0] for p in train), sum(p[1] for p in train), tuple(map(sum, zip(*(p[2] for p in train)))))
+    return {"train": summed, "vali": parts[vali], "test": parts[test]}
+
+
 DATASETS = {
     "letor4_mq2008": (MQ2008, 46),
     "letor3_ohsumed/QueryLevelNorm": (OHSUMED, 45),
@@ -49,7 +51,7 @@ def test_letor_folds_match_the_readme(letor_path, dataset, fold):
     splits = load_letor_fold(letor_path(dataset), fold)
     assert isinstance(splits, LetorFold)
     for name, part in zip(splits._fields, splits):
-        n_queries, n_docs, labels = table[fold][name]
+        n_queries, n_docs, labels = fold_counts(table, fold)[name]
         assert part.n_queries == n_queries, name
         assert len(part) == n_docs == part.group.sum(), name
         assert part.X.shape == (n_docs, n_features)

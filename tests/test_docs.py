@@ -7,7 +7,14 @@
 * the defaults in the parameter tables of the objective pages are those of the code;
 * the code of the getting-started page runs as written;
 * every example script is shown on the examples page, and every benchmark script and
-  report on the benchmarks page.
+  report on the benchmarks page;
+* every code block of the docs runs in a test, or is marked as a fragment (an illustration
+  with names it does not define, a shell command that installs or runs for minutes): a
+  ``<!-- fragment -->`` line right before the fence. ``text`` blocks show output. Python
+  blocks marked ``<!-- needs-letor-data -->`` run in the real LETOR data's directory, and are
+  skipped when it is absent;
+* the home page, the package description and the README say what gbrank does and how to
+  build and test it.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import re
 import subprocess
 import sys
 import typing
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -66,9 +74,12 @@ def test_site_builds_in_strict_mode(tmp_path):
 def test_every_registered_objective_has_a_guide_page():
     from gbrank.objectives import registry
 
-    pages = "".join(p.read_text() for p in [*(DOCS / "objectives").glob("*.md"), DOCS / "clicks.md"])
-    missing = [s.name for s in registry.specs().values() if not re.search(rf"gbrank\.{s.name}\b|\b{s.name}\(", pages)]
-    assert not missing, f"registered objectives no guide page shows: {missing}"
+    def shows(spec) -> bool:
+        page = DOCS / f"{spec.guide.page}.md"
+        return page.is_file() and re.search(rf"gbrank\.{spec.name}\b|\b{spec.name}\(", page.read_text()) is not None
+
+    missing = [s.name for s in registry.specs().values() if s.guide is None or not shows(s)]
+    assert not missing, f"registered objectives without a guide page that shows them: {missing}"
 
 
 # --------------------------------------------------------------------------- metrics page
@@ -181,14 +192,23 @@ def test_queries_without_relevant_documents_follow_the_stated_conventions():
 
 
 # --------------------------------------------------------------------------- objective pages
-PARAMETER_PAGES = {
-    "objectives/plackett-luce.md": ["listmle", "listmle_topk", "wlistmle", "plackett_luce"],
-    "objectives/ranknet.md": ["ranknet", "wranknet"],
-    "objectives/listnet.md": ["listnet"],
-    "objectives/rankcosine.md": ["cosine"],
-    "objectives/ndcg-boost.md": ["ndcg_boost", "NDCGBoost"],
-}
+# Callables documented on a guide page beside its registered objectives.
+PAGE_EXTRAS = {"objectives/ndcg-boost.md": ["NDCGBoost"]}
 NO_DEFAULT = "—"
+
+
+def parameter_pages() -> dict[str, list[str]]:
+    """Guide page -> the callables whose parameter tables it holds: the registry's objectives
+    by their guide page, and the extras."""
+    from gbrank.objectives import registry
+
+    pages: dict[str, list[str]] = {}
+    for spec in registry.specs().values():
+        if spec.guide is not None:
+            pages.setdefault(f"{spec.guide.page}.md", []).append(spec.name)
+    for page, names in PAGE_EXTRAS.items():
+        pages.setdefault(page, []).extend(names)
+    return pages
 
 
 def parameter_tables(text: str) -> list[list[list[str]]]:
@@ -210,7 +230,7 @@ def default_of(func, name: str):
 
 def documented_rows():
     """``(page, row number, owners, parameter, stated default)`` for every parameter-table row."""
-    for page, names in PARAMETER_PAGES.items():
+    for page, names in parameter_pages().items():
         number = 0
         for table in parameter_tables((DOCS / page).read_text()):
             header = table[0]
@@ -286,3 +306,144 @@ def test_every_benchmark_report_and_reproduction_is_on_the_benchmarks_page():
     scripts = {p.name for p in (ROOT / "benchmarks").glob("*.py") if not p.name.startswith("_")}
     missing = {name for name in scripts if f"benchmarks/{name}" not in page}
     assert not missing, f"benchmark scripts not on benchmarks.md: {sorted(missing)}"
+
+
+# --------------------------------------------------------------------------- every code block
+FRAGMENT = "<!-- fragment -->"
+NEEDS_DATA = "<!-- needs-letor-data -->"
+MARKERS = (FRAGMENT, NEEDS_DATA)
+OUTPUT = "text"
+#: Pages whose python blocks another test runs: getting started (above).
+RUN_ELSEWHERE = {"getting-started.md"}
+
+
+@dataclass(frozen=True)
+class Block:
+    page: str
+    line: int
+    lang: str
+    body: str
+    marker: str | None
+
+    def __str__(self) -> str:
+        return f"{self.page}:{self.line}"
+
+
+def code_blocks(path: Path) -> list[Block]:
+    """The fenced code blocks of a page, without MyST directives (``{toctree}``, ...), each
+    with the marker line right before its fence, if any."""
+    lines = path.read_text().splitlines()
+    blocks, i = [], 0
+    while i < len(lines):
+        match = re.match(r"^(`{3,}|~{3,})(.*)$", lines[i])
+        if not match:
+            i += 1
+            continue
+        fence, info = match.group(1), match.group(2).strip()
+        end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith(fence)), len(lines))
+        if not info.startswith("{"):
+            before = lines[i - 1].strip() if i else ""
+            blocks.append(Block(str(path.relative_to(DOCS)), i + 1, info.split()[0] if info else "",
+                                "\n".join(lines[i + 1:end]) + "\n", before if before in MARKERS else None))
+        i = end + 1
+    return blocks
+
+
+BLOCKS = [block for page in sorted(DOCS.rglob("*.md")) for block in code_blocks(page)]
+RUN_PAGES = sorted({b.page for b in BLOCKS if b.lang == "python" and b.marker != FRAGMENT} - RUN_ELSEWHERE)
+
+
+def test_every_code_block_runs_in_a_test_or_is_a_fragment():
+    assert len(BLOCKS) > 30 and RUN_PAGES
+    unmarked = [str(b) for b in BLOCKS if b.marker is None and b.lang not in ("python", OUTPUT)]
+    assert not unmarked, f"code blocks no test runs: run them or mark them {FRAGMENT}: {unmarked}"
+    misplaced = [str(b) for b in BLOCKS if b.marker == NEEDS_DATA and b.lang != "python"]
+    assert not misplaced
+    # python blocks run: by the getting-started test, or page by page below
+    runnable = {b.page for b in BLOCKS if b.lang == "python" and b.marker != FRAGMENT}
+    assert runnable <= set(RUN_PAGES) | RUN_ELSEWHERE
+
+
+def test_fragments_are_valid_python():
+    for block in BLOCKS:
+        if block.lang == "python":
+            compile(block.body, str(block), "exec")
+
+
+@pytest.mark.parametrize("page", RUN_PAGES)
+def test_page_code_runs(page, tmp_path, monkeypatch):
+    blocks = [b for b in BLOCKS if b.page == page and b.lang == "python" and b.marker != FRAGMENT]
+    if any(b.marker == NEEDS_DATA for b in blocks):
+        from gbrank._data_dir import data_dir
+
+        root = data_dir()
+        if root is None:
+            pytest.skip("real LETOR data not found: set GBRANK_DATA_DIR or provide ../shared/data")
+        monkeypatch.chdir(root)
+    else:
+        monkeypatch.chdir(tmp_path)
+    for engine in ("lightgbm", "xgboost", "dask", "distributed"):
+        if any(re.search(rf"^\s*(import|from) {engine}\b", b.body, re.M) for b in blocks):
+            pytest.importorskip(engine)
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block.body, str(block), "exec"), namespace)
+
+
+def test_a_marker_is_seen_where_it_is_written(tmp_path, monkeypatch):
+    page = tmp_path / "page.md"
+    page.write_text(f"text\n\n{FRAGMENT}\n```python\nx = undefined\n```\n\n```bash\nls\n```\n\n"
+                    "````md\n```python\nnot a block\n```\n````\n")
+    monkeypatch.setattr(sys.modules[__name__], "DOCS", tmp_path)
+    blocks = code_blocks(page)
+    assert [(b.line, b.lang, b.marker) for b in blocks] == [(4, "python", FRAGMENT), (8, "bash", None), (12, "md", None)]
+
+
+# --------------------------------------------------------------------------- what gbrank is
+CAPABILITIES = ["ListMLE", "W-ListMLE", "RankNet", "ListNet", "RankCosine", "NDCG_Boost", "LambdaRank", "LambdaLoss",
+                "clicks", "metrics", "Ranker", "NDCGBoost", "Dask", "benchmark"]
+
+
+def test_home_page_and_package_description_list_every_capability():
+    tomllib = pytest.importorskip("tomllib")
+    description = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["description"]
+    home = (DOCS / "index.md").read_text().split("```")[0]
+    for text, where in ((home, "docs/index.md"), (description, "pyproject.toml"), (README.split("##")[0], "README")):
+        missing = [c for c in CAPABILITIES if c.lower() not in text.lower()]
+        assert not missing, f"{where} does not mention {missing}"
+
+
+def test_lambdaloss_docstring_speaks_of_no_k():
+    assert "k" not in inspect.signature(gbrank.lambdaloss).parameters
+    assert "``k``" not in gbrank.lambdaloss.__doc__ and "at k" not in gbrank.lambdaloss.__doc__
+    assert "(at ``k`` when given)" in gbrank.lambdarank.__doc__
+
+
+def test_lambdaloss_is_shown_runnable():
+    example = ROOT / "examples" / "lambdaloss_lightgbm.py"
+    assert "gbrank.lambdaloss(" in example.read_text()
+    started = [b for b in BLOCKS if b.page == "getting-started.md" and b.lang == "python"]
+    assert any("gbrank.lambdaloss(" in b.body for b in started)
+    objective_page = [b for b in BLOCKS if b.page == "objectives/lambdarank.md" and b.lang == "python"]
+    assert any("gbrank.lambdaloss(" in b.body and b.marker is None for b in objective_page)
+
+
+# --------------------------------------------------------------------------- the README
+README = (ROOT / "README.md").read_text()
+
+
+def _anchor(heading: str) -> str:
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_readme_links_to_sections_that_exist():
+    links = re.findall(r"\]\((docs/[^)#]+)#([^)]+)\)", README)
+    assert ("docs/data.md", "tables") in links
+    for path, anchor in links:
+        headings = re.findall(r"^#+ (.+)$", (ROOT / path).read_text(), flags=re.M)
+        assert anchor in {_anchor(h) for h in headings}, (path, anchor)
+
+
+def test_readme_says_how_to_build_the_docs_and_how_long_the_tests_take():
+    assert "sphinx-build -W --keep-going -b html docs site" in README
+    assert re.search(r"about \d+ minutes on a quiet 2-core machine", README)

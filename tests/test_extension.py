@@ -1,15 +1,28 @@
-"""A new objective is one module and one registry entry: the test catalogues check it unedited.
+"""A new objective is one module, one registry entry and one docs page: everything else reads the registry.
 
 A toy objective (softmax cross-entropy against the labels normalised per query) is defined
 here, registered, and the catalogue builders of the bad-input, determinism and property
 tests are called again: the toy is among their cases, every catalogue test parametrized by
 objective passes on it, and a toy with a wrong gradient fails the finite-difference check.
+
+Then the same toy is added the way a contributor adds one, in a copy of the package, the docs
+and the tests: its module, its registry entry and its guide page, nothing else. The command
+line lists it, the docs build in strict mode with it in the table of losses, the table of
+contents and the API page, and the catalogue tests of the copy (parameter tables, training in
+both engines, properties, bad input) run on it.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import itertools
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,6 +40,8 @@ import test_bad_input_objectives  # noqa: E402
 import test_determinism  # noqa: E402
 import test_objective_protocol  # noqa: E402
 import test_properties  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def log_softmax(s):
@@ -193,3 +208,99 @@ def test_a_wrong_gradient_fails_the_finite_difference_check(toy):
     check(case=right)
     with pytest.raises(AssertionError, match="Not equal to tolerance"):
         check(case=wrong)
+
+
+# --------------------------------------------------------------------------- three edits
+TOY_PAGE = """# Toy softmax
+
+A softmax cross-entropy against the labels normalised per query, {func}`gbrank.toy_softmax`:
+
+```python
+objective = gbrank.toy_softmax(slope=1.0)
+```
+
+| parameter | default | meaning |
+|---|---|---|
+| `slope` | `1.0` | multiplies the gradient |
+| `hess_floor` | `1e-06` | the smallest hessian |
+"""
+
+TOY_ENTRY = """
+register(ObjectiveSpec("toy_softmax", "gbrank.objectives.toy_softmax", "toy", "softmax cross-entropy on normalised labels",
+                       labels="any", in_default_bench=False,
+                       guide=Guide("objectives/toy-softmax", "Toy softmax", "—", "listwise cross-entropy", "exact diagonal",
+                                   "$O(n)$")))
+"""
+
+
+def toy_module() -> str:
+    """The toy objective as a module of the package: this file's definitions, verbatim."""
+    header = ('"""A toy objective: softmax cross-entropy on the labels normalised per query."""\n\n'
+              "import numpy as np\n\nfrom ._base import RankingObjective\n\n"
+              '__all__ = ["ToySoftmax", "toy_softmax"]\n\n\n')
+    return header + "\n\n".join(inspect.getsource(f) for f in (log_softmax, ToySoftmax, toy_softmax))
+
+
+@pytest.fixture(scope="module")
+def extended(tmp_path_factory):
+    """A copy of the project with a new objective in three edits: its module, its registry
+    entry and its guide page."""
+    root = tmp_path_factory.mktemp("extended")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "_build")
+    for part in ("gbrank", "docs", "tests", "examples", "benchmarks"):  # the docs include examples and benchmarks
+        shutil.copytree(ROOT / part, root / part, ignore=ignore)
+    shutil.copy2(ROOT / "README.md", root / "README.md")
+    (root / "gbrank" / "objectives" / "toy_softmax.py").write_text(toy_module())
+    with open(root / "gbrank" / "objectives" / "registry.py", "a") as registry_file:
+        registry_file.write(TOY_ENTRY)
+    (root / "docs" / "objectives" / "toy-softmax.md").write_text(TOY_PAGE)
+    return root
+
+
+def run_in(root: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    """``python *args`` importing gbrank from ``root``."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run([sys.executable, *args], cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_three_edits_reach_the_command_line(extended):
+    result = run_in(extended, "-m", "gbrank.bench", "--list-methods")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "lgb:toy_softmax" in result.stdout and "xgb:toy_softmax" in result.stdout
+    result = run_in(extended, "-c", "import gbrank; print(gbrank.toy_softmax(slope=2.0))")
+    assert result.returncode == 0 and result.stdout.startswith("toy_softmax(slope=2.0"), result.stderr[-3000:]
+
+
+def test_three_edits_reach_the_test_catalogues(extended):
+    tests = extended / "tests"
+    result = run_in(
+        extended, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA",
+        str(tests / "test_docs.py"), str(tests / "test_ranker.py"), str(tests / "test_properties.py"),
+        str(tests / "test_bad_input_objectives.py"),
+        "-k", "toy_softmax or guide_page or every_parameter_table_row",
+    )
+    assert result.returncode == 0, result.stdout[-6000:]
+    passed = set(re.findall(r"^PASSED (\S+)", result.stdout, flags=re.M))
+    for expected in ("test_docs.py::test_every_registered_objective_has_a_guide_page",
+                     "test_docs.py::test_parameter_tables_state_the_defaults_of_the_code[toy_softmax-slope]",
+                     "test_ranker.py::test_every_gbrank_objective_trains_on_both_engines[toy_softmax-lightgbm]",
+                     "test_ranker.py::test_every_gbrank_objective_trains_on_both_engines[toy_softmax-xgboost]"):
+        assert any(name.endswith(expected) for name in passed), f"{expected} did not pass:\n{result.stdout[-4000:]}"
+    assert sum("toy_softmax" in name for name in passed if "test_properties.py" in name) >= 3
+    assert sum("toy_softmax" in name for name in passed if "test_bad_input_objectives.py" in name) >= 3
+
+
+def test_three_edits_reach_the_documentation(extended, tmp_path):
+    for module in ("sphinx", "myst_parser", "furo"):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"the documentation tools are not installed ({module}): pip install -e '.[docs]'")
+    html = tmp_path / "html"
+    result = run_in(extended, "-m", "sphinx", "-W", "--keep-going", "-E", "-q", "-b", "html",
+                    "-d", str(tmp_path / "doctrees"), "docs", str(html))
+    assert result.returncode == 0, result.stderr[-6000:] or result.stdout[-6000:]
+    assert (html / "objectives" / "toy-softmax.html").is_file()
+    index = (html / "objectives" / "index.html").read_text()
+    assert 'href="toy-softmax.html">Toy softmax</a>' in index  # the table of losses
+    assert re.search(r'toctree-l1"><a class="reference internal" href="toy-softmax.html"', index)  # the contents
+    api = (html / "api" / "objectives.html").read_text()
+    assert 'id="gbrank.objectives.toy_softmax.toy_softmax"' in api and 'id="gbrank.objectives.toy_softmax.ToySoftmax"' in api

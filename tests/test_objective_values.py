@@ -56,7 +56,7 @@ def test_settings_cannot_change_after_construction(name, kwargs):
             delattr(obj, setting)
     with pytest.raises(AttributeError, match="build a new objective"):
         obj.new_setting = 1
-    for private in [n for n in vars(obj) if n.startswith("_") and n not in ("_cache", "_lock")]:
+    for private in [n for n in vars(obj) if n.startswith("_") and n not in ("_cache", "_owned", "_lock")]:
         with pytest.raises(AttributeError):
             setattr(obj, private, None)
     assert repr(obj) == before_repr

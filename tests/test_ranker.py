@@ -15,6 +15,7 @@ from sklearn.utils.estimator_checks import check_estimator, parametrize_with_che
 import gbrank
 from gbrank.datasets import make_ranking, split_queries
 from gbrank.metrics import ndcg
+from gbrank.objectives import registry
 from gbrank.ranker import Ranker
 
 lgb = pytest.importorskip("lightgbm")
@@ -84,22 +85,15 @@ def test_learns_and_scores_with_gbrank_ndcg(engine, split):
     assert model.score(test.X, test.y, qid=test.qid) > random + 0.2
 
 
-FACTORIES = [
-    ("plackett_luce", "listmle"),
-    ("plackett_luce", "listmle_topk"),
-    ("plackett_luce", "wlistmle"),
-    ("ranknet", "ranknet"),
-    ("ranknet", "wranknet"),
-    ("listnet", "listnet"),
-    ("cosine", "cosine"),
-    ("ndcg_boost", "ndcg_boost"),
-]
+def factories() -> list[str]:
+    """Every registered objective (its registry example's settings)."""
+    return list(registry.names())
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize(("module", "factory"), FACTORIES)
-def test_every_gbrank_objective_trains_on_both_engines(engine, module, factory, split):
-    objective = getattr(pytest.importorskip(f"gbrank.objectives.{module}"), factory)()
+@pytest.mark.parametrize("factory", factories())
+def test_every_gbrank_objective_trains_on_both_engines(engine, factory, split):
+    objective = registry.get(factory).build()
     train, _, test = split
     model = Ranker(objective, engine=engine, **FAST).fit(train.X, train.y, group=train.group)
     random = ndcg(test.y, np.random.default_rng(0).normal(size=len(test)), test.group, k=10)

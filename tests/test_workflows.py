@@ -390,11 +390,18 @@ def test_positions_reach_lightgbm_and_objectives_that_read_them(data):
         Ranker(PositionTarget(), engine=engine, n_estimators=2).fit(data.X, data.y, group=data.group, position=position)
         assert len(seen) == 2
         np.testing.assert_array_equal(seen[0], position)
-    # LightGBM keeps ids of the distinct positions, not the ranks: an unbound objective refuses
-    dtrain = lgb.Dataset(data.X, data.y, group=data.group, position=position)
+    # LightGBM keeps only ids of the distinct positions once it constructs the Dataset: the
+    # values given are read before, whatever the row order (here each query's reversed)
+    reversed_position = np.concatenate([np.arange(n, 0, -1) for n in data.group])
+    seen.clear()
+    lgb.train({**LGB, "objective": PositionTarget()}, lgb.Dataset(data.X, data.y, group=data.group,
+                                                                 position=reversed_position), 1)
+    np.testing.assert_array_equal(seen[0], reversed_position)
+    # constructed before gbrank saw it: ids that say nothing of the values are refused
+    constructed = lgb.Dataset(data.X, data.y, group=data.group, position=reversed_position, params=LGB).construct()
     with pytest.raises(ValueError, match="with_position"):
-        lgb.train({**LGB, "objective": PositionTarget()}, dtrain, 1)
-    assert not np.array_equal(engines.read(dtrain.construct()).position, position)
+        lgb.train({**LGB, "objective": PositionTarget()}, constructed, 1)
+    dtrain = lgb.Dataset(data.X, data.y, group=data.group, position=position)
     seen.clear()
     lgb.train({**LGB, "objective": engines.with_position(PositionTarget(), position)}, dtrain, 1)
     np.testing.assert_array_equal(seen[0], position)
@@ -403,5 +410,5 @@ def test_positions_reach_lightgbm_and_objectives_that_read_them(data):
     np.testing.assert_array_equal(seen[0], position)
     with pytest.raises(ValueError, match="uses_position"):
         engines.with_position(gbrank.listmle(), position)
-    with pytest.raises(ValueError, match="starting at 1"):
+    with pytest.raises(ValueError, match="1-based"):
         Ranker(PositionTarget(), n_estimators=2).fit(data.X, data.y, group=data.group, position=position - 1)

@@ -8,21 +8,23 @@ plots)::
 
     python -m gbrank.bench                      # the embedded synthetic default
     python -m gbrank.bench --data letor:../shared/data/letor4_mq2008 --methods all
+    python -m gbrank.bench --tune 30            # tune every method first (Optuna, the [tune] extra)
 
 From Python::
 
     from gbrank.bench import BenchConfig, run_benchmark, write_report
     results = run_benchmark("synthetic", "lgb:lambdarank,lgb:listmle_topk", folds=5,
-                            config=BenchConfig(rounds=200))
+                            config=BenchConfig(rounds=200))          # BenchConfig(tune=30) tunes
     write_report(results, "gbrank-report")
 
 Modules: :mod:`~gbrank.bench.methods` (method names), :mod:`~gbrank.bench.data` (dataset
 specs and folds), :mod:`~gbrank.bench.train` (one training run), :mod:`~gbrank.bench.run`
-(the grid), :mod:`~gbrank.bench.evaluate` (metric conventions), :mod:`~gbrank.bench.stats`
+(the grid), :mod:`~gbrank.bench.tune` (``--tune``), :mod:`~gbrank.bench.journal` (runs written as they
+finish, for ``--resume``), :mod:`~gbrank.bench.evaluate` (metric conventions and gains), :mod:`~gbrank.bench.stats`
 (summaries and tests), :mod:`~gbrank.bench.report` and :mod:`~gbrank.bench.plots`.
 """
 
-from .data import BenchData, Fold, from_folds, parse_data
+from .data import BenchData, Fold, from_folds, from_table, parse_data
 from .evaluate import CONVENTIONS, per_query_metrics
 from .methods import Method, all_method_names, default_method_names, parse_methods
 from .report import new_report_dir, write_report
@@ -41,6 +43,7 @@ __all__ = [
     "all_method_names",
     "default_method_names",
     "from_folds",
+    "from_table",
     "new_report_dir",
     "parse_data",
     "parse_methods",

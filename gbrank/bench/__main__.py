@@ -6,7 +6,9 @@ import argparse
 import difflib
 import inspect
 import os
+import re
 import shlex
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -14,22 +16,33 @@ from pathlib import Path
 from ..objectives import registry
 from ..datasets import make_ranking
 from .data import _NAME, _SYNTHETIC_ALIASES, DEFAULT_SYNTHETIC, parse_data
-from .evaluate import CONVENTIONS
-from .methods import all_method_names, default_method_names, describe, group_names, parse_methods
-from .report import new_report_dir, write_report
-from .run import DEFAULT_BASELINE, DEFAULT_FOLDS, DEFAULT_SEEDS, PROGRESS_MODES, BenchConfig, run_benchmark
+from .evaluate import CONVENTIONS, GAINS
+from .methods import all_method_names, default_method_names, describe, group_names, method_objective, parse_methods
+from .journal import JOURNAL, RUN_LOG, read_journal, resumable
+from .report import new_report_dir, partial_note, write_report
+from .run import (
+    DEFAULT_BASELINE,
+    DEFAULT_FOLDS,
+    DEFAULT_SEEDS,
+    PROGRESS_MODES,
+    BenchConfig,
+    journal_settings,
+    run_benchmark,
+)
 from .train import TreeParams
 
+#: Exit status of an interrupted benchmark (128 + SIGINT, as shells report it).
+INTERRUPTED = 130
 _SYNTHETIC_DEFAULT = "queries={n_queries},docs={docs_per_query},features={n_features},seed={seed}".format(**DEFAULT_SYNTHETIC)
 
 
 def _epilog() -> str:
     """The methods and data specs, with the gbrank objectives read from the registry."""
-    width = max(len(n) for n in registry.names())
+    width = max(len(method_objective(n)) for n in registry.names())
     objectives = []
     for name in registry.names():
         spec = registry.get(name)
-        line = f"    {name:<{width}}  {spec.family}: {spec.summary}"
+        line = f"    {method_objective(name):<{width}}  {spec.family}: {spec.summary}"
         if spec.examples[0]:
             line += " [default " + ", ".join(f"{k}={v!r}" for k, v in spec.examples[0].items()) + "]"
         objectives.append(line)
@@ -37,7 +50,8 @@ def _epilog() -> str:
     return f"""\
 methods: <engine>:<objective>, comma-separated; engines lgb, xgb, native.
   built-ins: lgb:lambdarank, lgb:rank_xendcg, xgb:rank:ndcg, xgb:rank:pairwise
-  gbrank objectives (in lgb or xgb, e.g. lgb:listmle or xgb:listmle):
+  gbrank objectives (in lgb or xgb, e.g. lgb:listmle or xgb:listmle; gbrank's LambdaRank is
+  lgb:gbrank_lambdarank or xgb:gbrank_lambdarank, lgb:lambdarank being LightGBM's own):
 {objectives}
     factory arguments in parentheses override the defaults, e.g. lgb:listmle_topk(k=3)
     or "lgb:listnet(k=2, target=rank_log)"
@@ -120,6 +134,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", metavar="DIR",
                         help="report directory (default: a new ./gbrank-report, ./gbrank-report-2, ...)")
     parser.add_argument("--force", action="store_true", help="write into --out even if it is not empty")
+    parser.add_argument("--resume", metavar="DIR",
+                        help="complete the interrupted benchmark whose report directory is DIR: its "
+                        "finished runs are kept, the others trained, the report rewritten; give the "
+                        "same options as the first time (each run is written to DIR/runs.jsonl and "
+                        "DIR/runs.csv as it finishes; Ctrl-C writes a partial report and exits 130)")
     parser.add_argument("--threads", type=_positive_int, default=1, metavar="N",
                         help="threads for the engines and gbrank's kernels (default: 1; the default data "
                         "are small, where synchronising threads costs more than it saves, and on a "
@@ -127,6 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--conventions", choices=sorted(CONVENTIONS), default="lightgbm",
                         help="metric conventions: lightgbm (gbrank's defaults) or letor (LETOR's "
                         "evaluation script, as in the papers) (default: lightgbm)")
+    parser.add_argument("--gain", choices=GAINS, default="auto",
+                        help="NDCG gain of the evaluation and of every method with a gain (LightGBM's "
+                        "label_gain, XGBoost's ndcg_exp_gain, a gbrank objective's gain or target): exp2 "
+                        "(2^l-1, integer labels 0..31) or linear (the label, any labels >= 0); auto: "
+                        "gbrank.Ranker's label policy, exp2 for integer labels 0..31, else linear, "
+                        "chosen per data set from all its labels (default: auto)")
     trees = parser.add_argument_group("tree parameters (the same for every method)")
     trees.add_argument("--learning-rate", type=_positive_float, default=defaults.learning_rate, metavar="X",
                        help=f"(default: {defaults.learning_rate})")
@@ -138,6 +163,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"minimum hessian sum per leaf (default: {defaults.min_child_weight})")
     trees.add_argument("--max-bin", type=_positive_int, default=defaults.max_bin, metavar="N",
                        help=f"(default: {defaults.max_bin})")
+    tuning = parser.add_argument_group("tuning (needs Optuna: pip install \"gbrank[tune]\")")
+    tuning.add_argument("--tune", type=_positive_int, default=0, metavar="N",
+                        help="tune every method with N trials on each fold's validation queries before "
+                        "training the reported model (default: no tuning)")
+    tuning.add_argument("--tune-seconds", type=_positive_float, metavar="S",
+                        help="tune every method for S seconds per fold instead (with --tune: whichever ends first)")
     tables = parser.add_argument_group("tables")
     tables.add_argument("--qid-col", default="qid", metavar="NAME", help="query-id column (default: qid)")
     tables.add_argument("--label-col", default="label", metavar="NAME", help="label column (default: label)")
@@ -217,7 +248,8 @@ def _check_out(out: Path, force: bool) -> str | None:
 
 
 def main(argv=None) -> int:
-    """Run the command line; returns the exit status (1 when a run failed)."""
+    """Run the command line; returns the exit status (1 when a run failed, 130 when
+    interrupted, after writing the partial report)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.list_methods:
@@ -228,6 +260,13 @@ def main(argv=None) -> int:
     if args.folds < 2:
         parser.error(f"argument --folds: cross-validation needs at least 2 folds, got {args.folds}")
 
+    if args.tune or args.tune_seconds:
+        from .tune import import_optuna
+
+        try:
+            import_optuna()
+        except ImportError as exc:
+            parser.error(f"argument --tune: {exc}")
     try:
         methods = parse_methods(args.methods)
     except ValueError as exc:
@@ -258,13 +297,6 @@ def main(argv=None) -> int:
     if len(set(names)) != len(names):
         parser.error(f"argument --data: dataset names must be unique, got {names}; name them with NAME=SPEC")
 
-    # before any training: a report that cannot be written would lose every run
-    out = Path(args.out) if args.out else new_report_dir()
-    created = not out.exists()
-    problem = _check_out(out, args.force)
-    if problem is not None:
-        parser.error(f"argument --out: {problem}")
-
     config = BenchConfig(
         rounds=args.rounds,
         early_stopping=args.early_stopping,
@@ -278,25 +310,68 @@ def main(argv=None) -> int:
             max_bin=args.max_bin,
         ),
         conventions=args.conventions,
+        tune=args.tune,
+        tune_seconds=args.tune_seconds,
+        gain=args.gain,
     )
+
+    # before any training: a report that cannot be written would lose every run
+    if args.resume is not None:
+        out = Path(args.resume)
+        if args.out is not None and Path(args.out).resolve() != out.resolve():
+            parser.error("argument --out: --resume writes the report into the directory it resumes; drop --out")
+        try:
+            resumable(out, journal_settings(config, args.folds, datasets))
+        except (ValueError, OSError) as exc:
+            parser.error(f"argument --resume: {exc}")
+        created = False
+    else:
+        out = Path(args.out) if args.out else new_report_dir()
+        created = not out.exists()
+        problem = _check_out(out, args.force)
+        if problem is not None:
+            parser.error(f"argument --out: {problem}")
+
     try:
         results = run_benchmark(datasets, methods, folds=args.folds, config=config, baseline=baseline,
-                                progress=args.progress)
+                                progress=args.progress, journal=out, resume=args.resume is not None)
     except BaseException:
         # an interrupted run leaves no empty report directory behind
-        if created and not any(out.iterdir()):
-            out.rmdir()
+        if created and out.is_dir() and not _has_runs(out):
+            shutil.rmtree(out)
         raise
     command = "python -m gbrank.bench " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
     report = write_report(results, out, command=command.strip())
-    failed = [r for r in results.runs if r["status"] != "ok"]
-    print(report.read_text().split("## Files")[0].rstrip())
+    # the verdict and where the report is; the tables are in the report
+    print(_plain(_section(report.read_text(), "## Verdict")))
     print()
+    failed = [r for r in results.runs if r["status"] != "ok"]
     if failed:
         print(f"{len(failed)} run(s) failed; see the 'Not run' section of the report.")
+    if results.partial:
+        print(_plain(partial_note(results, out)))
     print(f"Report: {report.resolve()}")
+    if results.partial:
+        return INTERRUPTED
     return 1 if failed else 0
 
+
+def _has_runs(out: Path) -> bool:
+    """Whether ``out`` holds anything but the journal's header lines."""
+    try:
+        return bool(read_journal(out)[1]) or any(p.name not in (JOURNAL, RUN_LOG) for p in out.iterdir())
+    except (OSError, ValueError):
+        return any(out.iterdir())
+
+
+def _section(text: str, heading: str) -> str:
+    """The body of the markdown section under ``heading``."""
+    body = text.split(heading + "\n", 1)[1]
+    return re.split(r"\n(?:## |Command:\n)", body, maxsplit=1)[0].strip()
+
+
+def _plain(markdown: str) -> str:
+    return markdown.replace("**", "").replace("`", "")
 
 if __name__ == "__main__":
     sys.exit(main())

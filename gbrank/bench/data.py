@@ -9,7 +9,8 @@ Specs (``--data``)
     A LETOR directory holding ``Fold1`` ... ``Fold5``, each with train, validation and test
     files (:func:`gbrank.datasets.load_letor_fold`); ``--folds N`` uses the first N. A
     directory holding the train, validation and test files itself (one fold, e.g.
-    ``letor:MQ2008/Fold1``) is one split.
+    ``letor:MQ2008/Fold1``) is one split, named after the data set (``MQ2008``, the parent
+    directory) with the fold as the run's fold (``Fold1``).
 ``letor:FILE``
     One LETOR/SVMlight file, cross-validated by query.
 ``table:FILE``
@@ -40,6 +41,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from ..datasets import RankingData, load_letor, load_letor_fold, make_ranking
+from ..datasets.letor import fold_directories, is_fold_directory
 
 __all__ = [
     "DEFAULT_SYNTHETIC",
@@ -88,6 +90,15 @@ class BenchData:
     description: str
     n_folds: int
     _load: Callable[[int], Fold] = field(repr=False)
+    _labels: Callable[[], np.ndarray] | None = field(default=None, repr=False)
+
+    def labels(self) -> np.ndarray:
+        """Every label of the data set as given (the gain policy reads them): the data that
+        was cut into folds, or else the union of every fold's parts."""
+        if self._labels is not None:
+            return self._labels()
+        parts = [part.y for fold in self.folds() for part in (fold.train, fold.valid, fold.test) if part is not None]
+        return np.concatenate(parts)
 
     def fold(self, i: int) -> Fold:
         """Fold ``i`` (0-based)."""
@@ -144,6 +155,7 @@ def _cv_data(name: str, description: str, data: RankingData, n_folds: int) -> Be
         f"{data.n_features} features; {split}",
         n_folds=n_folds,
         _load=folds.__getitem__,
+        _labels=lambda: data.y,
     )
 
 
@@ -186,26 +198,18 @@ def _synthetic(name: str, options: str, n_folds: int) -> BenchData:
     return _cv_data(name, f"gbrank.datasets.make_ranking({shown})", data, n_folds)
 
 
-def _fold_dirs(root: Path) -> list[Path]:
-    found = []
-    for child in root.iterdir():
-        match = re.fullmatch(r"Fold(\d+)", child.name)
-        if match and child.is_dir():
-            found.append((int(match.group(1)), child))
-    return [path for _, path in sorted(found)]
-
-
 def _letor_split(name: str, root: Path) -> BenchData:
-    train, valid, test = load_letor_fold(root.parent, root.name)
+    train, valid, test = load_letor_fold(root)
     fold = Fold(name=root.name, train=train, valid=valid, test=test)
-    return BenchData(name=name, description=f"LETOR fold {root} as one split (train/vali/test as given)",
-                     n_folds=1, _load=[fold].__getitem__)
+    return BenchData(name=name, description=f"LETOR fold {root.name} of {root.parent} as one split "
+                     "(train/vali/test as given)", n_folds=1, _load=[fold].__getitem__)
 
 
-def _letor_dir(name: str, root: Path, n_folds: int) -> BenchData:
-    dirs = _fold_dirs(root)
-    if not dirs and any(p.name.startswith("train") for p in root.iterdir()):
-        return _letor_split(name, root)
+def _letor_dir(name: str | None, root: Path, n_folds: int) -> BenchData:
+    dirs = fold_directories(root)
+    if not dirs and is_fold_directory(root):
+        # one fold of a data set (MQ2008/Fold1): the report names the data set, the run the fold
+        return _letor_split(name or root.resolve().parent.name, root)
     if not dirs:
         raise ValueError(f"{root} holds no Fold1, Fold2, ... directories")
     if n_folds > len(dirs):
@@ -217,7 +221,7 @@ def _letor_dir(name: str, root: Path, n_folds: int) -> BenchData:
         return Fold(name=dirs[i].name, train=train, valid=valid, test=test)
 
     return BenchData(
-        name=name,
+        name=name or root.name,
         description=f"LETOR folds {', '.join(d.name for d in dirs)} of {root} (train/vali/test as given)",
         n_folds=n_folds,
         _load=load,
@@ -329,7 +333,7 @@ def parse_data(spec, *, folds: int = 5, qid_col: str = "qid", label_col: str = "
         data = from_table(_read_table(path), qid_col=qid_col, label_col=label_col, source=str(path))
         return _cv_data(name or path.name, f"table {path}", data, n_folds)
     if path.is_dir():
-        return _letor_dir(name or path.name, path, n_folds)
+        return _letor_dir(name, path, n_folds)
     data = load_letor(path)
     stem = path.name[: -len(".gz")] if path.name.endswith(".gz") else path.name
     return _cv_data(name or stem, f"LETOR file {path}", data, n_folds)

@@ -4,15 +4,18 @@ Every figure comes from :mod:`gbrank.metrics` with ties in input row order (as L
 XGBoost and LETOR's evaluation script order them). Two sets of conventions:
 
 ``lightgbm`` (default)
-    gbrank's defaults, equal to LightGBM's and XGBoost's built-in metrics: NDCG gain
-    ``2**l - 1``, discount ``1/log2(1 + r)``, a query without relevant documents scores 1;
-    MAP@k divides by ``min(R, k)``.
+    gbrank's defaults, equal to LightGBM's and XGBoost's built-in metrics: discount
+    ``1/log2(1 + r)``, a query without relevant documents scores 1; MAP@k divides by
+    ``min(R, k)``.
 ``letor``
     LETOR 3.0/4.0's evaluation script (``Eval-Score``), which the papers' OHSUMED tables use:
-    gain ``2**l - 1`` but discount 1 at ranks 1 and 2 and ``1/log2(r)`` from rank 3; a query
-    without relevant documents scores 0 in every measure; AP divides by ``R``.
+    discount 1 at ranks 1 and 2 and ``1/log2(r)`` from rank 3; a query without relevant
+    documents scores 0 in every measure; AP divides by ``R``.
 
-Relevant means label > 0 for MAP and precision in both.
+Relevant means label > 0 for MAP and precision in both. The NDCG gain is chosen apart from
+the conventions (``gain=``, :data:`GAINS`): ``2**l - 1`` as both engines and LETOR's script use
+it, for integer labels 0..31, or the label itself, for any labels >= 0; ``auto`` follows
+:class:`gbrank.Ranker`'s label policy (:func:`gbrank.gains.resolve_gain`) on the whole data.
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ from ..metrics import mean_average_precision, ndcg, precision_at_k
 
 __all__ = [
     "CONVENTIONS",
+    "GAINS",
     "Conventions",
+    "gain_description",
     "MAP_CUTOFF",
     "NDCG_CUTOFFS",
     "PRECISION_CUTOFFS",
@@ -35,6 +40,9 @@ __all__ = [
 ]
 
 NDCG_CUTOFFS = tuple(range(1, 11))
+#: The harness's NDCG gains (``--gain``): ``auto`` is resolved per dataset.
+GAINS = ("auto", "exp2", "linear")
+_GAIN_TEXT = {"exp2": "2^l-1", "linear": "l (the label)"}
 PRECISION_CUTOFFS = (1, 3, 5, 10)
 MAP_CUTOFF = 10
 
@@ -59,7 +67,7 @@ CONVENTIONS = {
     "lightgbm": Conventions(
         name="lightgbm",
         description=(
-            "LightGBM/XGBoost conventions: NDCG gain 2^l-1, discount 1/log2(1+r), ties in input "
+            "LightGBM/XGBoost conventions: NDCG discount 1/log2(1+r), ties in input "
             "order, a query without relevant documents scores 1; MAP@10 divides by min(R, 10); "
             "relevant means label > 0"
         ),
@@ -67,7 +75,7 @@ CONVENTIONS = {
     "letor": Conventions(
         name="letor",
         description=(
-            "LETOR evaluation-script conventions: NDCG gain 2^l-1, discount 1 at ranks 1-2 and "
+            "LETOR evaluation-script conventions: NDCG discount 1 at ranks 1-2 and "
             "1/log2(r) after, ties in input order, a query without relevant documents scores 0; "
             "MAP@10 divides by R; P@k divides by k; relevant means label > 0"
         ),
@@ -78,22 +86,28 @@ CONVENTIONS = {
 }
 
 
-def per_query_metrics(y, scores, group, conventions: Conventions) -> dict[str, np.ndarray]:
+def gain_description(gain: str) -> str:
+    """``2^l-1`` or ``l (the label)`` for a resolved gain."""
+    return _GAIN_TEXT[gain]
+
+
+def per_query_metrics(y, scores, group, conventions: Conventions, gain: str = "exp2") -> dict[str, np.ndarray]:
     """``{"ndcg@1": ..., ..., "ndcg@10": ..., "map@10": ..., "p@1": ..., ...}``, one value
-    per query."""
+    per query; NDCG with ``gain`` (``"exp2"`` or ``"linear"``)."""
     out = {}
     for k in NDCG_CUTOFFS:
-        out[f"ndcg@{k}"] = ndcg(y, scores, group, k, per_query=True, **conventions.ndcg)
+        out[f"ndcg@{k}"] = ndcg(y, scores, group, k, per_query=True, gain=gain, **conventions.ndcg)
     out[f"map@{MAP_CUTOFF}"] = mean_average_precision(y, scores, group, MAP_CUTOFF, per_query=True, **conventions.map)
     for k in PRECISION_CUTOFFS:
         out[f"p@{k}"] = precision_at_k(y, scores, group, k, per_query=True, **conventions.precision)
     return out
 
 
-def ndcg_at(k: int, conventions: Conventions):
-    """``f(y, scores, group) -> mean NDCG@k`` under the conventions (the validation metric)."""
+def ndcg_at(k: int, conventions: Conventions, gain: str = "exp2"):
+    """``f(y, scores, group) -> mean NDCG@k`` under the conventions with ``gain`` (the
+    validation metric)."""
 
     def metric(y, scores, group) -> float:
-        return ndcg(y, scores, group, k, **conventions.ndcg)
+        return ndcg(y, scores, group, k, gain=gain, **conventions.ndcg)
 
     return metric

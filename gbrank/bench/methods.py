@@ -15,8 +15,11 @@ method that names no arguments builds the objective of the registry entry's firs
 (``lgb:plackett_luce`` uses the position weights given there), and arguments in parentheses
 override it, e.g. ``lgb:listmle_topk(k=3)`` or ``lgb:listnet(k=2, target=rank_log)``; a bare
 word is read as a string. ``native:ndcgboost(sample=True)`` passes arguments to the estimator.
-A gbrank objective named like the engine's built-in (``lambdarank``) is the built-in when the
-name is bare and gbrank's when it has arguments: ``lgb:lambdarank(measure=map)``.
+A gbrank objective named like a built-in of either engine (``lambdarank``) has one
+unambiguous method name in every engine, with the prefix ``gbrank_``:
+``lgb:gbrank_lambdarank``, ``xgb:gbrank_lambdarank(measure=map)``. The bare
+``lgb:lambdarank`` is LightGBM's built-in; with arguments, ``lgb:lambdarank(k=10)`` still
+means gbrank's and is named ``lgb:gbrank_lambdarank(k=10)``.
 
 Seeds. A run's seed goes to the engine, to the native estimator's ``random_state`` and to a
 gbrank objective whose default build has a ``seed`` setting (the objectives that break ties
@@ -40,15 +43,17 @@ from ..objectives import registry
 __all__ = [
     "BUILTIN_FAMILY",
     "ENGINES",
+    "GBRANK_PREFIX",
     "NATIVE_FAMILY",
     "Method",
     "all_method_names",
     "default_method_names",
     "describe",
     "group_names",
+    "method_objective",
     "parse_method",
     "parse_methods",
-    "suggest",
+    "suggest_method",
 ]
 
 #: Short engine prefixes and the engine each names.
@@ -64,6 +69,21 @@ _BUILTIN_SUMMARIES = {
     "rank:pairwise": "XGBoost's pairwise logistic loss (RankNet)",
 }
 _NATIVE = ("ndcgboost",)
+#: Settings ``--tune`` searches for the built-ins (engine parameters) and the native estimator
+#: (its keyword arguments); a gbrank objective's are its registry entry's ``search_space``.
+_PAIR_METHOD = (registry.Knob("lambdarank_pair_method", choices=("topk", "mean")),
+                registry.Knob("lambdarank_num_pair_per_sample", 1, 32, integer=True, log=True))
+_SEARCH_SPACES = {
+    "lambdarank": (registry.Knob("lambdarank_truncation_level", 5, 60, integer=True, log=True),
+                   registry.Knob("lambdarank_norm", choices=(True, False))),
+    "rank_xendcg": (),
+    "rank:ndcg": _PAIR_METHOD,
+    "rank:pairwise": _PAIR_METHOD,
+    "ndcgboost": (registry.Knob("max_alpha", 0.5, 20.0, log=True), registry.Knob("sample", choices=(False, True))),
+}
+
+#: Prefix of a gbrank objective in method names where its registry name is a built-in's.
+GBRANK_PREFIX = "gbrank_"
 #: Family of the engines' built-in objectives and of the native estimator in reports and plots.
 BUILTIN_FAMILY = "built-in"
 NATIVE_FAMILY = "native"
@@ -75,6 +95,32 @@ def _gbrank_names() -> tuple[str, ...]:
     return registry.names()
 
 
+def method_objective(name: str) -> str:
+    """The objective part of gbrank objective ``name``'s method name: ``gbrank_<name>``
+    when an engine has a built-in of that name (``gbrank_lambdarank``), else ``name``."""
+    builtins = {o for names in _BUILTINS.values() for o in names}
+    return GBRANK_PREFIX + name if name in builtins else name
+
+
+def _registry_name(objective: str) -> str | None:
+    """The registry name a method's objective part names (``gbrank_lambdarank`` and
+    ``lambdarank`` both name ``lambdarank``), or None."""
+    names = _gbrank_names()
+    if objective in names:
+        return objective
+    if objective.startswith(GBRANK_PREFIX) and objective[len(GBRANK_PREFIX):] in names:
+        name = objective[len(GBRANK_PREFIX):]
+        return name if method_objective(name) == objective else None
+    return None
+
+
+def _engine_objectives(engine: str) -> tuple[str, ...]:
+    """The objective parts of every method of ``engine``, each once."""
+    if engine == "native":
+        return _NATIVE
+    return _BUILTINS[engine] + tuple(method_objective(n) for n in _gbrank_names())
+
+
 def default_method_names() -> tuple[str, ...]:
     """What ``python -m gbrank.bench`` runs without ``--methods``: both engines' built-ins,
     every registered gbrank objective marked ``in_default_bench`` in LightGBM, top-k ListMLE
@@ -83,8 +129,8 @@ def default_method_names() -> tuple[str, ...]:
     return (
         *(f"lgb:{o}" for o in _BUILTINS["lightgbm"]),
         *(f"xgb:{o}" for o in _BUILTINS["xgboost"]),
-        *(f"lgb:{n}" for n in in_default),
-        *(f"xgb:{n}" for n in _DEFAULT_XGBOOST if n in in_default),
+        *(f"lgb:{method_objective(n)}" for n in in_default),
+        *(f"xgb:{method_objective(n)}" for n in _DEFAULT_XGBOOST if n in in_default),
         *(f"native:{o}" for o in _NATIVE),
     )
 
@@ -93,8 +139,8 @@ def all_method_names() -> tuple[str, ...]:
     """Every built-in and registered gbrank objective in every engine (the full grid)."""
     names = [f"lgb:{o}" for o in _BUILTINS["lightgbm"]]
     names += [f"xgb:{o}" for o in _BUILTINS["xgboost"]]
-    names += [f"lgb:{o}" for o in _gbrank_names()]
-    names += [f"xgb:{o}" for o in _gbrank_names()]
+    names += [f"lgb:{method_objective(o)}" for o in _gbrank_names()]
+    names += [f"xgb:{method_objective(o)}" for o in _gbrank_names()]
     names += [f"native:{o}" for o in _NATIVE]
     return tuple(names)
 
@@ -113,10 +159,33 @@ def group_names() -> tuple[str, ...]:
     return tuple(_GROUPS)
 
 
-def suggest(word: str, candidates) -> str:
-    """`` (did you mean 'X'?)`` for the closest candidate (difflib), else ``""``."""
-    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+_SUGGEST_CUTOFF = 0.6
+
+
+def suggest_method(text: str, engine: str | None = None) -> str:
+    """`` (did you mean 'X'?)`` for a misspelt method or group, else ``""``.
+
+    A word without an engine is also compared with the objectives alone (``lambdaloss``
+    finds ``lgb:lambdaloss``). Among equally close names the engine the user typed comes
+    first (``engine``, a prefix such as ``"xgb"``), then ``lgb``, ``xgb``, ``native``:
+    difflib alone breaks ties by the larger string, which put ``xgb:`` first.
+    """
+    order = [p for p in (engine, "lgb", "xgb", "native") if p in ENGINES]
+    order = list(dict.fromkeys(order))
+    candidates = [(f"{p}:{o}", o, rank) for rank, p in enumerate(order) for o in _engine_objectives(ENGINES[p])]
+    candidates += [(g, None, len(order)) for g in group_names()]
+    bare = engine is None
+
+    def score(candidate) -> float:
+        name, objective, _ = candidate
+        ratios = [difflib.SequenceMatcher(None, text, name).ratio()]
+        if bare and objective is not None:
+            ratios.append(difflib.SequenceMatcher(None, text, objective).ratio())
+        return max(ratios)
+
+    scored = [(round(score(c), 9), c) for c in candidates]
+    best = max(scored, key=lambda item: (item[0], -item[1][2]))
+    return f" (did you mean {best[1][0]!r}?)" if best[0] >= _SUGGEST_CUTOFF else ""
 
 
 @dataclass(frozen=True)
@@ -175,6 +244,15 @@ class Method:
         except (AttributeError, ImportError) as exc:
             raise ImportError(f"gbrank.{self.objective} is not available: {exc}") from exc
 
+    def search_space(self) -> tuple:
+        """The method's own settings that ``--tune`` searches (registry ``Knob`` objects), less
+        those its name fixes."""
+        if self.builtin or self.engine == "native":
+            knobs = _SEARCH_SPACES[self.objective]
+        else:
+            knobs = self._spec().search_space
+        return tuple(k for k in knobs if k.name not in self.kwargs)
+
     def unavailable_reason(self) -> str | None:
         """Why the method cannot run here (engine or objective missing), or None."""
         if self.engine in ("lightgbm", "xgboost"):
@@ -190,20 +268,28 @@ class Method:
             return str(exc)
         return None
 
-    def build(self, seed: int = 0) -> Any:
+    def build(self, seed: int = 0, *, gain: str | None = None) -> Any:
         """A fresh objective (or native estimator) for one run; a string for built-ins.
 
         ``seed`` goes to the native estimator's ``random_state`` and to a gbrank objective
-        that has a ``seed`` setting, unless the method name sets it.
+        that has a ``seed`` setting, unless the method name sets it. ``gain`` (``"exp2"`` or
+        ``"linear"``) goes to the ``gain`` setting of the objective or estimator, or else to
+        its ``target`` (ListNet, RankCosine: the same names), unless the name sets either.
         """
         if self.builtin:
             return self.objective
         factory = self.factory()
         kwargs = self.settings()
+        parameters = inspect.signature(factory).parameters
+        if gain is not None and not {"gain", "target"} & set(kwargs):
+            for setting in ("gain", "target"):
+                if setting in parameters:
+                    kwargs[setting] = gain
+                    break
         if self.engine == "native":
             kwargs.setdefault("random_state", seed)
             return factory(**kwargs)
-        if "seed" in inspect.signature(factory).parameters:
+        if "seed" in parameters:
             kwargs.setdefault("seed", seed)
         return factory(**kwargs)
 
@@ -271,30 +357,29 @@ def parse_method(spec: str) -> Method:
         text, arguments = text[: text.index("(")], text[text.index("(") + 1 : -1]
     prefix, sep, objective = text.partition(":")
     if not sep or prefix not in ENGINES:
+        typed = difflib.get_close_matches(prefix, list(ENGINES), n=1, cutoff=0.6) if sep else []
         raise ValueError(
-            f"unknown method {spec!r}{suggest(text, all_method_names() + group_names())}: a method is "
+            f"unknown method {spec!r}{suggest_method(text, typed[0] if typed else None)}: a method is "
             f"<engine>:<objective> with engine one of {', '.join(ENGINES)}, or a group "
             f"({', '.join(group_names())}); known methods: {', '.join(all_method_names())}"
         )
     engine = ENGINES[prefix]
     kwargs = _parse_arguments(arguments, spec) if arguments.strip() else {}
+    known = _engine_objectives(engine)
+    gbrank_name = _registry_name(objective) if engine != "native" else None
     if engine == "native":
         if objective not in _NATIVE:
-            raise ValueError(
-                f"unknown method {spec!r}{suggest(text, [f'native:{o}' for o in _NATIVE])}: the native engine has {', '.join(_NATIVE)}"
-            )
+            raise ValueError(f"unknown method {spec!r}{suggest_method(text, prefix)}: the native engine has {', '.join(_NATIVE)}")
         builtin = False
-    elif objective in _BUILTINS[engine] and not (kwargs and objective in _gbrank_names()):
+    elif objective in _BUILTINS[engine] and not (kwargs and gbrank_name is not None):
         if kwargs:
             raise ValueError(f"method {spec!r}: built-in objectives take no arguments here")
         builtin = True
-    elif objective in _gbrank_names():
-        builtin = False
+    elif gbrank_name is not None:
+        objective, builtin = gbrank_name, False
     else:
-        known = _BUILTINS[engine] + _gbrank_names()
-        hint = suggest(text, [f"{prefix}:{o}" for o in known])
-        raise ValueError(f"unknown method {spec!r}{hint}: {prefix} objectives are {', '.join(known)}")
-    name = f"{prefix}:{objective}"
+        raise ValueError(f"unknown method {spec!r}{suggest_method(text, prefix)}: {prefix} objectives are {', '.join(known)}")
+    name = f"{prefix}:{objective if builtin or engine == 'native' else method_objective(objective)}"
     if kwargs:
         name += "(" + ", ".join(f"{k}={_format_value(v)}" for k, v in kwargs.items()) + ")"
     return Method(name=name, engine=engine, objective=objective, builtin=builtin, kwargs=kwargs)

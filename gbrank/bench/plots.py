@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -98,8 +99,14 @@ def _save_panels(fig, axes, path: Path, *, xlabel: str, ylabel: str, title: str)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.label_outer()
-    fig.suptitle(title, fontsize=11)
+    fig.suptitle(_fit(title, fig, 11), fontsize=11)
     return _save(fig, path)
+
+
+def _fit(title: str, fig, fontsize: float) -> str:
+    """``title`` wrapped to the figure's width: a wider title is cut on both sides (one
+    panel is 6.5 inches). A character takes about 0.6 of the font size."""
+    return textwrap.fill(title, width=int(fig.get_figwidth() * 72 / (0.6 * fontsize)), break_on_hyphens=False)
 
 
 def _save(fig, path: Path) -> Path:
@@ -140,8 +147,8 @@ def plot_differences(sig, dataset: str, families: dict[str, str], path: Path, al
     ax.set_ylim(-0.7, len(rows) - 0.3)
     ax.set_xlabel(f"test NDCG@10 minus the baseline {baseline}, mean over queries\n95% CI, not adjusted for "
                   "multiplicity: it can exclude 0 where Holm does not reject")
-    ax.set_title(f"{dataset}: difference to {baseline}; filled and * = significant after Holm "
-                 f"(p<{alpha}), right: Holm-adjusted p", fontsize=10)
+    ax.set_title(_fit(f"{dataset}: difference to {baseline}; filled and * = significant after Holm "
+                      f"(p<{alpha}), right: Holm-adjusted p", fig, 10), fontsize=10)
     ax.grid(True, axis="x", alpha=0.3)
     handles = [plt.Line2D([], [], color=c, marker="o", linewidth=2.2, label=f) for f, c in colours.items()] + [zero]
     ax.legend(handles=handles, title="family", loc="upper left", bbox_to_anchor=(1.12, 1.0), fontsize=8,

@@ -13,7 +13,11 @@ Files
 ``folds.csv``
     Per dataset, method and fold: every figure and time (mean over seeds).
 ``runs.csv``
-    Per dataset, fold, seed and method: status, error, times, iterations, figures.
+    Per dataset, fold, seed and method: status, error, times, iterations, figures; appended
+    as each run finishes when the harness writes a journal (:mod:`gbrank.bench.journal`).
+``runs.jsonl``
+    The journal: every finished run with its figures and test scores, written as it
+    finished; ``--resume`` reads it.
 ``per_query.csv``
     Per run and test query: ``dataset, fold, seed, method, query, qid, n_docs`` and the
     figures ``ndcg@1`` .. ``ndcg@10``, ``map@10``, ``p@1``, ``p@3``, ``p@5``, ``p@10``.
@@ -34,6 +38,9 @@ Files
 ``ndcg_at_k-<dataset>.png``, ``validation_ndcg-<dataset>.png``
     NDCG@1..10 minus the baseline's with 95% bands, and the validation NDCG per iteration,
     one panel per family.
+``tuning.csv``, ``tuning-<dataset>.png``
+    With ``--tune``: every trial of every run, and the best validation NDCG@10 so far
+    against the trials (:mod:`gbrank.bench.tune`).
 """
 
 from __future__ import annotations
@@ -49,11 +56,12 @@ import numpy as np
 import pandas as pd
 
 from .evaluate import MAP_CUTOFF, NDCG_CUTOFFS
+from .journal import RUN_COLUMNS
 from .plots import plot_differences, plot_ndcg_at_k, plot_validation_curves, slug
 from .run import Results
 from .stats import ALPHA, FIGURES, difference_curves, fold_table, significance, summary
 
-__all__ = ["TABLE_COLUMNS", "markdown_table", "new_report_dir", "verdict", "write_report"]
+__all__ = ["TABLE_COLUMNS", "markdown_table", "new_report_dir", "partial_note", "verdict", "write_report"]
 
 #: Columns of each dataset's table in report.md.
 TABLE_COLUMNS = [
@@ -119,7 +127,8 @@ def verdict(sig: pd.DataFrame, dataset: str, baseline: str | None, n_seeds: int)
     significant after Holm's correction over all methods compared."""
     rows = sig[sig["dataset"] == dataset] if not sig.empty else sig
     if baseline is None or rows.empty:
-        return f"**{dataset}**: no comparison with a baseline (fewer than two methods ran)."
+        return (f"**{dataset}**: no comparison with a baseline (fewer than two methods ran, or the baseline "
+                "did not; see 'Not run').")
     m = len(rows)
     per_seed = f", each query's NDCG@10 averaged over the {n_seeds} seeds" if n_seeds > 1 else ""
     how = (f"Paired over the {int(rows['n_queries'].max())} test queries{per_seed}; 95% t interval; "
@@ -142,6 +151,14 @@ def verdict(sig: pd.DataFrame, dataset: str, baseline: str | None, n_seeds: int)
              "no method is significantly better than the baseline; ")
              + (f"worse: {', '.join(worse)}." if worse else "none is significantly worse."))
     return f"{text} {how}"
+
+
+def partial_note(results: Results, out: Path) -> str:
+    """The warning of a partial report: how many runs finished, and how to resume."""
+    planned = f" of {results.n_planned}" if results.n_planned else ""
+    return (f"**Partial report**: the benchmark was interrupted after {len(results.runs)}{planned} runs; "
+            f"the figures below cover only those. Run the same command with `--resume {out}` to train "
+            "the others and complete it.")
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
@@ -221,6 +238,7 @@ def write_report(results: Results, out: str | Path, *, command: str | None = Non
     summ.to_csv(out / "summary.csv", index=False)
     folds.to_csv(out / "folds.csv", index=False)
     runs_frame = pd.DataFrame([{k: v for k, v in r.items() if k != "valid_curve"} for r in results.runs])
+    runs_frame = runs_frame.reindex(columns=RUN_COLUMNS + [c for c in runs_frame.columns if c not in RUN_COLUMNS])
     runs_frame.to_csv(out / "runs.csv", index=False)
     results.per_query.to_csv(out / "per_query.csv", index=False)
     # level 1: less than half the time of the default level 6, for a file about 15% larger
@@ -261,12 +279,18 @@ def write_report(results: Results, out: str | Path, *, command: str | None = Non
         "summary": _records(summ),
         "significance": _records(sig),
         "plots": plots,
+        **({"tuning": _json_ready(results.tuning)} if results.tuning else {}),
+        "partial": results.partial,
+        "n_planned": results.n_planned,
     }
     (out / "results.json").write_text(json.dumps(document, indent=1, allow_nan=False))
 
     cfg = results.config
     params = cfg["params"]
-    lines = [f"# {title}", "", "## Verdict", ""]
+    lines = [f"# {title}" + (" (partial)" if results.partial else ""), ""]
+    if results.partial:
+        lines += [partial_note(results, out), ""]
+    lines += ["## Verdict", ""]
     for dataset in results.datasets:
         lines += [verdict(sig, dataset["name"], results.baseline, len(cfg["seeds"])), ""]
     if command:
@@ -287,6 +311,10 @@ def write_report(results: Results, out: str | Path, *, command: str | None = Non
         f"min hessian sum {params['min_child_weight']} per leaf, {params['max_bin']} bins; "
         "the native NDCG_Boost boosts decision stumps.",
         f"- Metrics: {cfg['conventions_description']}.",
+        "- Gain (`--gain " + cfg.get("gain", "auto") + "`): "
+        + "; ".join(f"{d['name']}: {d['gain_reason']}" for d in results.datasets if "gain_reason" in d)
+        + ". The evaluation and every method with a gain use it (LightGBM's `label_gain`, XGBoost's "
+        "`ndcg_exp_gain`, a gbrank objective's `gain` or `target`), unless a method's name sets one.",
         f"- Significance: per-query {sig['metric'].iloc[0] if not sig.empty else 'ndcg@10'} of each method "
         f"against the baseline **{results.baseline}**, each query's value averaged over the seeds first (seeds "
         "re-train on the same queries and must not count as more observations), then paired over all test "
@@ -295,7 +323,9 @@ def write_report(results: Results, out: str | Path, *, command: str | None = Non
         "(`scipy.stats.wilcoxon`, zero differences dropped), two-sided; each test's p-values Holm-adjusted "
         f"over the methods compared on the dataset. Significant: Holm-adjusted t-test p < {ALPHA}.",
         "- Times: `train s` is the training call's wall time without the harness's validation "
-        "metric (and without building the engine's dataset or compiling kernels); `objective ms/iter` "
+        "metric (and without building the engine's dataset or compiling kernels), the `train` "
+        "seconds of the progress lines, whose `run` seconds also count building the fold's engine "
+        "data, compiling kernels on first use, the validation metric and scoring; `objective ms/iter` "
         "is the time inside a gbrank objective per iteration (— for built-ins, which run inside "
         "the engine); `best iter` is the iteration kept.",
         f"- Threads: {cfg['threads']}. Versions: "
@@ -312,6 +342,10 @@ def write_report(results: Results, out: str | Path, *, command: str | None = Non
         lines += ["NDCG@1..10 (test, mean over folds):", "", _ndcg_curve_table(summ, name, methods), ""]
         for png in plots.get(name, []):
             lines += [f"![{png}]({png})", ""]
+    if results.tuning:
+        from .tune import tuning_section
+
+        lines += tuning_section(results, out, families, slug)
     unavailable = [m for m in results.methods if not m["available"]]
     failed = [r for r in results.runs if r["status"] != "ok"]
     if unavailable or failed:
@@ -323,6 +357,7 @@ def write_report(results: Results, out: str | Path, *, command: str | None = Non
         "## Files",
         "",
         "`summary.csv` (mean/std over folds), `folds.csv` (per fold), `runs.csv` (per run), "
+        "`runs.jsonl` (written by the command line: every run as it finished, read by `--resume`), "
         "`per_query.csv` (per test query), `predictions.csv.gz` (test scores with labels, query "
         "and qid, enough to recompute every figure), `curves.csv` (validation metric per "
         "iteration), `significance.csv`, `results.json` (all of it with the settings).",

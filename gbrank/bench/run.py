@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import traceback
@@ -10,12 +11,23 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..groups import sizes_to_qid
 from .data import BenchData, parse_data
-from .evaluate import CONVENTIONS, ndcg_at, per_query_metrics
+from .evaluate import CONVENTIONS, GAINS, gain_description, ndcg_at, per_query_metrics
+from .journal import Journal, Record
 from .methods import Method, parse_methods
-from .train import FoldCache, TreeParams, fit_method
+from .train import FoldCache, LabelGain, TreeParams, fit_method
 
-__all__ = ["DEFAULT_BASELINE", "DEFAULT_FOLDS", "DEFAULT_SEEDS", "PROGRESS_MODES", "BenchConfig", "Results", "run_benchmark"]
+__all__ = [
+    "DEFAULT_BASELINE",
+    "DEFAULT_FOLDS",
+    "DEFAULT_SEEDS",
+    "PROGRESS_MODES",
+    "BenchConfig",
+    "Results",
+    "journal_settings",
+    "run_benchmark",
+]
 
 DEFAULT_BASELINE = "lgb:lambdarank"
 #: Folds and seeds of ``python -m gbrank.bench`` without options. On its data one seed ranks
@@ -49,8 +61,18 @@ class BenchConfig:
         Tree parameters, the same for every method.
     conventions : {"lightgbm", "letor"}
         Metric conventions (:mod:`gbrank.bench.evaluate`).
+    gain : {"auto", "exp2", "linear"}
+        NDCG gain of the evaluation and of every method that has a gain, unless its name
+        sets one (:class:`~gbrank.bench.train.LabelGain`): ``2**l - 1`` or the label. ``auto``
+        follows :class:`gbrank.Ranker`'s label policy on each data set's labels: ``exp2`` for
+        integer labels 0..31, ``linear`` otherwise.
     curve_k : int
         Cut-off of the validation NDCG recorded per iteration.
+    tune : int
+        Tune every method with this many trials before training it (:mod:`gbrank.bench.tune`);
+        0: no tuning.
+    tune_seconds : float, optional
+        Tune every method for this long instead (with ``tune`` too: whichever ends first).
     """
 
     rounds: int = 300
@@ -59,7 +81,10 @@ class BenchConfig:
     threads: int = 1
     params: TreeParams = field(default_factory=TreeParams)
     conventions: str = "lightgbm"
+    gain: str = "auto"
     curve_k: int = 10
+    tune: int = 0
+    tune_seconds: float | None = None
 
     def __post_init__(self):
         if self.rounds < 1:
@@ -72,6 +97,16 @@ class BenchConfig:
             raise ValueError(f"threads must be at least 1, got {self.threads}")
         if self.conventions not in CONVENTIONS:
             raise ValueError(f"conventions must be one of {', '.join(CONVENTIONS)}, got {self.conventions!r}")
+        if self.gain not in GAINS:
+            raise ValueError(f"gain must be one of {', '.join(GAINS)}, got {self.gain!r}")
+        if self.tune < 0:
+            raise ValueError(f"tune must be >= 0 trials, got {self.tune}")
+        if self.tune_seconds is not None and not self.tune_seconds > 0:
+            raise ValueError(f"tune_seconds must be > 0, got {self.tune_seconds}")
+
+    @property
+    def tuned(self) -> bool:
+        return bool(self.tune or self.tune_seconds)
 
     def as_dict(self) -> dict:
         out = asdict(self)
@@ -87,7 +122,8 @@ class Results:
     ----------
     config : dict
     datasets : list of dict
-        ``name``, ``description``, ``n_folds``.
+        ``name``, ``description``, ``n_folds``, ``gain`` (the resolved NDCG gain,
+        ``"exp2"`` or ``"linear"``), ``gain_reason``.
     methods : list of dict
         ``name``, ``engine``, ``objective``, ``family``, ``builtin``, ``available``, ``reason``.
     baseline : str or None
@@ -102,6 +138,13 @@ class Results:
     predictions : DataFrame
         The test scores: ``dataset, fold, seed, method, query, qid, label, score``, in the
         test part's row order, enough to recompute every figure.
+    tuning : list of dict
+        With tuning, one per run: ``dataset, fold, seed, method``, ``params`` (the chosen
+        settings), ``seconds`` and ``trials`` (:class:`gbrank.bench.tune.TuneResult`).
+    partial : bool
+        Whether the benchmark was interrupted (Ctrl-C) before every run finished.
+    n_planned : int or None
+        The number of runs of the whole grid.
     """
 
     config: dict
@@ -111,6 +154,9 @@ class Results:
     runs: list
     per_query: pd.DataFrame
     predictions: pd.DataFrame
+    tuning: list = field(default_factory=list)
+    partial: bool = False
+    n_planned: int | None = None
 
 
 
@@ -150,18 +196,65 @@ class _Progress:
         if self.bar is not None:
             self.bar.set_postfix_str(f"{key['dataset']} {key['fold']} seed {key['seed']} {key['method']}", refresh=False)
 
-    def finish(self, key: dict, seconds: float, ndcg: float | None) -> None:
+    def finish(self, key: dict, seconds: float, ndcg: float | None, train_seconds: float | None) -> None:
+        """``train``: the report's ``train s`` (the engine's training call); ``run``: the whole
+        run, which adds building the fold's engine data (first method of a fold), compiling
+        kernels (first use in the process), the validation metric and scoring the test part."""
         self.done += 1
         if self.bar is not None:
             self.bar.update()
         elif self.mode == "lines":
-            outcome = "failed" if ndcg is None else f"NDCG@10 {ndcg:.4f}"
+            outcome = "failed" if ndcg is None else f"NDCG@10 {ndcg:.4f}, train {train_seconds:.2f} s"
             print(f"gbrank.bench [{self.done}/{self.total}] {key['dataset']} {key['fold']} seed {key['seed']} "
-                  f"{key['method']}: {outcome}, {seconds:.2f} s", file=sys.stderr, flush=True)
+                  f"{key['method']}: {outcome}, run {seconds:.2f} s", file=sys.stderr, flush=True)
+
+    def trial(self, key: dict, trial: int, total: int | None, value: float | None, best: float | None) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"{key['dataset']} {key['fold']} seed {key['seed']} {key['method']} "
+                                     f"trial {trial}" + (f"/{total}" if total else ""))
+        elif self.mode == "lines":
+            outcome = "pruned" if value is None else f"validation {value:.4f}"
+            if best is not None:
+                outcome += f", best {best:.4f}"
+            print(f"gbrank.bench [{self.done + 1}/{self.total}] {key['dataset']} {key['fold']} seed {key['seed']} "
+                  f"{key['method']}: trial {trial}" + (f"/{total}" if total else "") + f" {outcome}",
+                  file=sys.stderr, flush=True)
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+def journal_settings(config: BenchConfig, folds: int, datasets: list[BenchData]) -> dict:
+    """What a resumed benchmark must share with the runs in its journal: the settings, and
+    each data set's description under its name."""
+    return {"config": {**config.as_dict(), "folds": folds}, "datasets": {d.name: d.description for d in datasets}}
+
+
+def _gain_reason(requested: str, gain: LabelGain) -> str:
+    """Why the data set's NDCG gain is what it is, for the report."""
+    text = f"NDCG gain {gain_description(gain.gain)}"
+    if requested != "auto":
+        return f"{text} (--gain {requested})"
+    if gain.gain == "exp2":
+        return f"{text} (auto: integer labels 0..{gain.max_label:g})"
+    why = "fractional labels" if not gain.integer else f"labels up to {gain.max_label:g}, above 31"
+    return f"{text} (auto: {why})"
+
+
+def _baseline_that_ran(default: str, methods: list[Method], runs: list[dict], datasets: list[str]) -> str:
+    """``default``, or when it has no successful run on some dataset, the first method that
+    has one on every dataset: a baseline without results would leave nothing compared."""
+
+    def ran_everywhere(name: str) -> bool:
+        return {r["dataset"] for r in runs if r["method"] == name and r["status"] == "ok"} >= set(datasets)
+
+    if ran_everywhere(default):
+        return default
+    fallback = next((m.name for m in methods if ran_everywhere(m.name)), default)
+    if fallback != default:
+        print(f"gbrank.bench: the baseline is {fallback}: {default} did not run on every dataset", file=sys.stderr)
+    return fallback
 
 
 def _choose_baseline(baseline, methods: list[Method]) -> str | None:
@@ -184,6 +277,8 @@ def run_benchmark(
     qid_col: str = "qid",
     label_col: str = "label",
     progress: str | bool | None = "auto",
+    journal: str | os.PathLike | None = None,
+    resume: bool = False,
 ) -> Results:
     """Train and score every method on every fold of every dataset.
 
@@ -198,17 +293,29 @@ def run_benchmark(
     config : BenchConfig, optional
     baseline : str, optional
         Method the significance tests compare against; default ``lgb:lambdarank`` when it
-        is in the grid, otherwise the first method.
+        is in the grid and ran on every dataset (it cannot run on fractional labels),
+        otherwise the first method that did.
     qid_col, label_col : str
         Column names of tables.
     progress : {"auto", "bar", "lines", "off"}
         ``bar``: a progress bar on stderr; ``lines``: one line per finished run on stderr
-        (dataset, fold, seed, method, test NDCG@10, seconds); ``auto`` (or None): the bar
-        when stderr is a terminal, the lines otherwise. True and False mean bar and off.
+        (dataset, fold, seed, method, test NDCG@10, ``train`` seconds as the report's
+        ``train s``, and ``run`` seconds of the whole run: engine data, compiling, scoring);
+        ``auto`` (or None): the bar when stderr is a terminal, the lines otherwise. True and
+        False mean bar and off.
+    journal : str or path-like, optional
+        A directory where each run is written as it finishes (``runs.csv`` and
+        ``runs.jsonl``, :mod:`gbrank.bench.journal`), usually the report's.
+    resume : bool
+        Read the runs already in ``journal`` instead of training them again (refused when
+        they were made with other settings); otherwise ``journal`` starts anew.
 
     Returns
     -------
     Results
+        On an interruption (``KeyboardInterrupt``, Ctrl-C) the runs that finished, with
+        ``partial=True``: pass them to :func:`~gbrank.bench.report.write_report`, and resume
+        later with ``resume=True``.
     """
     config = config or BenchConfig()
     mode = _progress_mode(progress)
@@ -220,11 +327,16 @@ def run_benchmark(
     grid = parse_methods(methods)
     if config.params.linear_tree and any(m.engine == "xgboost" for m in grid):
         raise ValueError("linear_tree is a LightGBM option: drop the xgb methods or linear_tree")
+    chosen = baseline is not None
     baseline = _choose_baseline(baseline, grid)
     conventions = CONVENTIONS[config.conventions]
-    metric = ndcg_at(config.curve_k, conventions)
     metric_name = f"ndcg@{config.curve_k}"
+    gains = {d.name: LabelGain.of(config.gain, d.labels()) for d in datasets}
     _set_threads(config.threads)
+    if config.tuned:
+        from .tune import import_optuna
+
+        import_optuna()
 
     method_info, runnable = [], []
     for method in grid:
@@ -238,68 +350,126 @@ def run_benchmark(
         else:
             print(f"gbrank.bench: {method.name} is unavailable and skipped: {reason}", file=sys.stderr)
 
-    runs, per_query, predictions = [], [], []
-    total = sum(d.n_folds for d in datasets) * len(config.seeds) * len(runnable)
-    bar = _Progress(total, mode)
+    log = None if journal is None else Journal(journal, journal_settings(config, folds, datasets), resume=resume)
+    finished = {} if log is None else log.finished
+    grid_keys = {(d.name, seed, m.name) for d in datasets for seed in config.seeds for m in runnable}
+    resumed = sum((k[0], k[2], k[3]) in grid_keys for k in finished)
+    planned = sum(d.n_folds for d in datasets) * len(config.seeds) * len(runnable)
+    if resumed:
+        print(f"gbrank.bench: resuming: {resumed} of {planned} runs are in {journal} already", file=sys.stderr)
+    records: list[Record] = []
+    interrupted = False
+    bar = _Progress(planned - resumed, mode)
     try:
         for dataset in datasets:
+            gain = gains[dataset.name]
+            metric = ndcg_at(config.curve_k, conventions, gain.gain)
             for fold_index in range(dataset.n_folds):
                 fold = dataset.fold(fold_index)
                 cache = FoldCache(fold, config.params, config.threads)
-                test = fold.test
-                query_of_row = np.repeat(np.arange(test.n_queries), test.group)
                 for seed in config.seeds:
                     for method in runnable:
                         key = {"dataset": dataset.name, "fold": fold.name, "seed": seed, "method": method.name}
+                        done = finished.get(tuple(key.values()))
+                        if done is not None:
+                            records.append(done)
+                            continue
                         bar.start(key)
                         started = time.perf_counter()
-                        try:
-                            result = fit_method(
-                                method, cache, rounds=config.rounds, early_stopping=config.early_stopping,
-                                seed=seed, metric=metric, metric_name=metric_name,
-                            )
-                            figures = per_query_metrics(test.y, result.test_scores, test.group, conventions)
-                        except Exception as exc:  # one failing method must not lose the others' results
-                            runs.append({**key, "status": "failed", "error": f"{type(exc).__name__}: {exc}"})
-                            print(f"gbrank.bench: {method.name} failed on {dataset.name} {fold.name} seed {seed}:\n"
-                                  f"{traceback.format_exc()}", file=sys.stderr)
-                            bar.finish(key, time.perf_counter() - started, None)
-                            continue
-                        runs.append({
-                            **key,
-                            "status": "ok",
-                            "error": None,
-                            "train_seconds": result.train_seconds,
-                            "objective_ms_per_iter": result.objective_ms_per_iteration,
-                            "n_iterations": result.n_iterations,
-                            "best_iteration": result.best_iteration,
-                            "n_test_queries": test.n_queries,
-                            **{name: float(np.mean(values)) for name, values in figures.items()},
-                            "valid_curve": result.valid_curve,
-                        })
-                        frame = pd.DataFrame({
-                            **key, "query": np.arange(test.n_queries),
-                            "qid": test.qid[np.cumsum(test.group) - test.group], "n_docs": test.group,
-                        })
-                        for name, values in figures.items():
-                            frame[name] = values
-                        per_query.append(frame)
-                        predictions.append(pd.DataFrame({
-                            **key, "query": query_of_row, "qid": test.qid,
-                            "label": test.y, "score": result.test_scores,
-                        }))
-                        bar.finish(key, time.perf_counter() - started, float(np.mean(figures["ndcg@10"])))
+                        record = _run(method, cache, key, config, metric, metric_name, gain, conventions, bar)
+                        records.append(record)
+                        if log is not None:
+                            log.append(record)
+                        # after the journal: a run whose line is out is kept
+                        bar.finish(key, time.perf_counter() - started, record.run.get("ndcg@10"),
+                                   record.run.get("train_seconds"))
+    except KeyboardInterrupt:
+        # stop here and keep what finished: the caller writes a partial report
+        interrupted = True
+        print(f"\ngbrank.bench: interrupted; {len(records)} of {planned} runs finished", file=sys.stderr)
     finally:
         bar.close()
+    runs = [r.run for r in records]
+    per_query = [r.per_query for r in records if r.per_query is not None]
+    predictions = [r.predictions for r in records if r.predictions is not None]
 
+    if not chosen:
+        baseline = _baseline_that_ran(baseline, runnable, runs, [d.name for d in datasets])
     columns = ["dataset", "fold", "seed", "method", "query", "qid"]
     return Results(
         config={**config.as_dict(), "folds": folds, "curve_metric": metric_name,
                 "conventions_description": conventions.description},
-        datasets=[{"name": d.name, "description": d.description, "n_folds": d.n_folds} for d in datasets],
+        datasets=[{"name": d.name, "description": d.description, "n_folds": d.n_folds,
+                   "gain": gains[d.name].gain, "gain_reason": _gain_reason(config.gain, gains[d.name])}
+                  for d in datasets],
         methods=method_info,
         baseline=baseline,
         runs=runs,
         per_query=pd.concat(per_query, ignore_index=True) if per_query else pd.DataFrame(columns=columns),
         predictions=pd.concat(predictions, ignore_index=True) if predictions else pd.DataFrame(columns=columns),
+        partial=interrupted,
+        n_planned=planned,
+        tuning=[r.tuning for r in records if r.tuning is not None],
     )
+
+
+def _run(method: Method, cache: FoldCache, key: dict, config: BenchConfig, metric, metric_name: str,
+         gain: LabelGain, conventions, bar: _Progress) -> Record:
+    """Train (after tuning, when asked) and score one method on one fold with one seed; a
+    failure is recorded, not raised."""
+    test = cache.fold.test
+    tuned, tuning = {}, None
+    try:
+        if config.tuned:
+            result, tuned = _fit_tuned(method, cache, config, metric, metric_name, gain, bar, key)
+            tuning = {**key, **tuned.pop("record")}
+        else:
+            result = fit_method(
+                method, cache, rounds=config.rounds, early_stopping=config.early_stopping,
+                seed=key["seed"], metric=metric, metric_name=metric_name, gain=gain,
+            )
+        figures = per_query_metrics(test.y, result.test_scores, test.group, conventions, gain.gain)
+    except Exception as exc:  # one failing method must not lose the others' results
+        print(f"gbrank.bench: {method.name} failed on {key['dataset']} {key['fold']} seed {key['seed']}:\n"
+              f"{traceback.format_exc()}", file=sys.stderr)
+        return Record({**key, "status": "failed", "error": f"{type(exc).__name__}: {exc}"})
+    run = {
+        **key,
+        "status": "ok",
+        "error": None,
+        "train_seconds": result.train_seconds,
+        "objective_ms_per_iter": result.objective_ms_per_iteration,
+        "n_iterations": result.n_iterations,
+        "best_iteration": result.best_iteration,
+        "n_test_queries": test.n_queries,
+        **{name: float(np.mean(values)) for name, values in figures.items()},
+        **tuned,
+        "valid_curve": result.valid_curve,
+    }
+    per_query = pd.DataFrame({
+        **key, "query": np.arange(test.n_queries),
+        "qid": test.qid[np.cumsum(test.group) - test.group], "n_docs": test.group,
+    })
+    for name, values in figures.items():
+        per_query[name] = values
+    predictions = pd.DataFrame({
+        **key, "query": sizes_to_qid(test.group), "qid": test.qid,
+        "label": test.y, "score": result.test_scores,
+    })
+    return Record(run, per_query, predictions, tuning)
+
+
+def _fit_tuned(method, cache, config: BenchConfig, metric, metric_name, gain: LabelGain, bar: _Progress, key: dict):
+    """The tuned run, and its figures for ``runs`` with the tuning ``record`` among them."""
+    from .tune import tune_method
+
+    tuned = tune_method(
+        method, cache, trials=config.tune or None, seconds=config.tune_seconds, rounds=config.rounds,
+        early_stopping=config.early_stopping, seed=key["seed"], metric=metric, metric_name=metric_name, gain=gain,
+        on_trial=lambda trial, value, best: bar.trial(key, trial, config.tune, value, best),
+    )
+    return tuned.fit, {
+        "tune_seconds": tuned.seconds, "tune_trials": len(tuned.trials), "tune_pruned": tuned.n_pruned,
+        "tune_best_valid": tuned.best_value,
+        "record": {"params": tuned.params, "seconds": tuned.seconds, "trials": tuned.trials},
+    }

@@ -84,7 +84,8 @@ def summary(runs: list[dict]) -> pd.DataFrame:
             row[f"{column}_mean"] = float(values.mean()) if values.size else np.nan
             row[f"{column}_std"] = float(values.std(ddof=1)) if values.size > 1 else np.nan
         rows.append(row)
-    return pd.DataFrame(rows)
+    columns = ["dataset", "method", "n_folds"] + [f"{c}_{s}" for c in FIGURES + TIMES for s in ("mean", "std")]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _t_interval(d: np.ndarray) -> tuple[float, float]:

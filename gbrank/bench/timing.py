@@ -5,8 +5,6 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-import numpy as np
-
 __all__ = ["TimedMetric", "TimedObjective"]
 
 
@@ -57,5 +55,7 @@ class TimedMetric:
         return self.name, self._evaluate(preds, data.get_label(), data.get_group()), True
 
     def xgboost(self, preds, dmat):
-        group = np.diff(np.asarray(dmat.get_uint_info("group_ptr"), dtype=np.int64))
+        from ..engines.xgboost import group_sizes
+
+        group = group_sizes(dmat, purpose="to evaluate ranking metrics")
         return self.name, self._evaluate(preds, dmat.get_label(), group)

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..datasets import RankingData
+from ..gains import resolve_gain
 from .data import Fold
 from .methods import Method
 from .timing import TimedMetric, TimedObjective
 
-__all__ = ["FitResult", "FoldCache", "TreeParams", "fit_method"]
+__all__ = ["FitResult", "FoldCache", "LabelGain", "TreeParams", "fit_method"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,9 @@ class TreeParams:
 
     ``linear_tree`` (LightGBM only) fits a linear model of the features in each leaf, as
     LightGBM's ``linear_tree``; XGBoost methods refuse it.
+
+    ``l2`` (LightGBM's ``lambda_l2``, XGBoost's ``lambda``) and ``feature_fraction``
+    (``colsample_bytree``) are left to each engine's default when None, as without tuning.
     """
 
     learning_rate: float = 0.1
@@ -42,9 +46,12 @@ class TreeParams:
     min_child_weight: float = 1e-3
     max_bin: int = 255
     linear_tree: bool = False
+    l2: float | None = None
+    feature_fraction: float | None = None
 
     def lightgbm(self, threads: int, seed: int) -> dict:
         return {
+            **_given({"lambda_l2": self.l2, "feature_fraction": self.feature_fraction}),
             "learning_rate": self.learning_rate,
             "num_leaves": self.num_leaves,
             "min_data_in_leaf": self.min_data_in_leaf,
@@ -68,6 +75,7 @@ class TreeParams:
         if self.linear_tree:
             raise ValueError("linear_tree is a LightGBM option; XGBoost has no linear leaves")
         return {
+            **_given({"lambda": self.l2, "colsample_bytree": self.feature_fraction}),
             "tree_method": "hist",
             "grow_policy": "lossguide",
             "max_depth": 0,
@@ -79,6 +87,59 @@ class TreeParams:
             "seed": seed,
             "disable_default_eval_metric": 1,
         }
+
+
+def _given(params: dict) -> dict:
+    return {k: v for k, v in params.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class LabelGain:
+    """The NDCG gain of a data set's runs, chosen once from all its labels.
+
+    Evaluation uses it, and so does every method that has a gain, unless its name sets one:
+    LightGBM's built-ins (``label_gain``), XGBoost's ``rank:ndcg`` (``ndcg_exp_gain``), a
+    gbrank objective's ``gain`` or ``target`` and the native NDCG_Boost's ``gain``.
+
+    Attributes
+    ----------
+    gain : {"exp2", "linear"}
+    max_label : float
+        The largest label of the data set (LightGBM's ``label_gain`` covers 0 .. it).
+    integer : bool
+        Whether every label is an integer (LightGBM's built-ins need integer labels).
+    """
+
+    gain: str = "exp2"
+    max_label: float = 0.0
+    integer: bool = True
+
+    @classmethod
+    def of(cls, gain: str, labels: np.ndarray) -> "LabelGain":
+        """``gain`` ("auto", "exp2" or "linear") resolved on ``labels`` by the label policy
+        of :class:`gbrank.Ranker`."""
+        labels = np.asarray(labels, dtype=np.float64)
+        return cls(
+            gain=resolve_gain(gain, labels),
+            max_label=float(labels.max()) if labels.size else 0.0,
+            integer=bool(np.all(labels == np.floor(labels))),
+        )
+
+    def lightgbm(self, objective: str) -> dict:
+        """LightGBM parameters for its built-in ``objective`` with this gain."""
+        if self.gain == "exp2":
+            return {}
+        if not self.integer:
+            raise ValueError(
+                f"LightGBM's built-in {objective} needs integer labels (its label_gain is indexed by "
+                "the label) and these labels are fractional: run a gbrank objective or xgb:rank:ndcg, "
+                "or round the labels"
+            )
+        return {"label_gain": [float(label) for label in range(int(self.max_label) + 1)]}
+
+    def xgboost(self, objective: str) -> dict:
+        """XGBoost parameters for its built-in ``objective`` with this gain."""
+        return {"ndcg_exp_gain": False} if self.gain == "linear" and objective == "rank:ndcg" else {}
 
 
 @dataclass
@@ -126,8 +187,6 @@ class FoldCache:
 
     def xgboost(self):
         if self._xgb is None:
-            import xgboost as xgb
-
             from ..engines import xgboost as engine
 
             fold = self.fold
@@ -135,9 +194,18 @@ class FoldCache:
             dvalid = None
             if fold.valid is not None:
                 dvalid = engine.dmatrix(fold.valid.X, fold.valid.y, fold.valid.group, nthread=self.threads)
-            dtest = xgb.DMatrix(fold.test.X, nthread=self.threads)
+            dtest = engine.dmatrix(fold.test.X, fold.test.y, fold.test.group, nthread=self.threads)
             self._xgb = (dtrain, dvalid, dtest)
         return self._xgb
+
+    def with_params(self, params: TreeParams) -> "FoldCache":
+        """The same fold and engine datasets, trained with other tree parameters (those that
+        shape LightGBM's binned dataset, ``max_bin`` and ``linear_tree``, must not change)."""
+        if (params.max_bin, params.linear_tree) != (self.params.max_bin, self.params.linear_tree):
+            raise ValueError("max_bin and linear_tree shape the engines' datasets: build a new FoldCache to change them")
+        other = FoldCache(self.fold, params, self.threads)
+        other._lgb, other._xgb = self._lgb, self._xgb
+        return other
 
 
 _WARM: set[str] = set()
@@ -178,24 +246,32 @@ def fit_method(
     seed: int,
     metric,
     metric_name: str,
+    callbacks: tuple = (),
+    gain: LabelGain | None = None,
 ) -> FitResult:
     """Train ``method`` on ``cache.fold`` and score its test part.
 
     ``metric(y, scores, group) -> float`` is evaluated on the validation part after every
     iteration (the curve) and drives early stopping after ``early_stopping`` iterations
     without improvement (0: never stop early; no validation part: never evaluated).
+    ``callbacks`` go to the engine's training call (LightGBM or XGBoost callbacks). A
+    built-in's ``method.kwargs`` are engine parameters.
+    ``gain`` (default: ``2**l - 1``) goes to the methods that have a gain (:class:`LabelGain`).
     """
+    gain = gain or LabelGain()
     warm_up(method, metric)
     if method.engine == "lightgbm":
-        return _fit_lightgbm(method, cache, rounds, early_stopping, seed, metric, metric_name)
+        return _fit_lightgbm(method, cache, rounds, early_stopping, seed, metric, metric_name, callbacks, gain)
     if method.engine == "xgboost":
-        return _fit_xgboost(method, cache, rounds, early_stopping, seed, metric, metric_name)
-    return _fit_native(method, cache, rounds, early_stopping, seed)
+        return _fit_xgboost(method, cache, rounds, early_stopping, seed, metric, metric_name, callbacks, gain)
+    if callbacks:
+        raise ValueError("the native NDCG_Boost takes no engine callbacks")
+    return _fit_native(method, cache, rounds, early_stopping, seed, gain)
 
 
-def _objective(method: Method, seed: int):
+def _objective(method: Method, seed: int, gain: LabelGain):
     """A built-in objective's name, or the gbrank objective wrapped to time its calls."""
-    return method.objective if method.builtin else TimedObjective(method.build(seed))
+    return method.objective if method.builtin else TimedObjective(method.build(seed, gain=gain.gain))
 
 
 def _engine_result(scores, evaluator: TimedMetric, objective, *, n_iterations: int, best: int, seconds: float) -> FitResult:
@@ -211,14 +287,15 @@ def _engine_result(scores, evaluator: TimedMetric, objective, *, n_iterations: i
     )
 
 
-def _fit_lightgbm(method, cache, rounds, early_stopping, seed, metric, metric_name) -> FitResult:
+def _fit_lightgbm(method, cache, rounds, early_stopping, seed, metric, metric_name, callbacks, gain) -> FitResult:
     from ..engines import lightgbm as engine
 
     dtrain, dvalid = cache.lightgbm()
     params = cache.params.lightgbm(cache.threads, seed)
     if method.builtin:
-        params["objective_seed"] = seed
-    objective = _objective(method, seed)
+        params.update(gain.lightgbm(method.objective))
+        params.update(method.kwargs, objective_seed=seed)
+    objective = _objective(method, seed, gain)
     evaluator = TimedMetric(metric_name, metric)
     valid = [] if dvalid is None else [dvalid]
     start = time.perf_counter()
@@ -232,6 +309,7 @@ def _fit_lightgbm(method, cache, rounds, early_stopping, seed, metric, metric_na
         feval=evaluator.lightgbm if valid else None,
         metric_names=[metric_name],
         early_stopping_rounds=early_stopping if valid and early_stopping else None,
+        callbacks=callbacks,
     )
     seconds = time.perf_counter() - start - evaluator.seconds
     # lgb.train keeps only the trees up to the best iteration, so count the evaluations
@@ -240,17 +318,21 @@ def _fit_lightgbm(method, cache, rounds, early_stopping, seed, metric, metric_na
     return _engine_result(scores, evaluator, objective, n_iterations=n_iterations, best=best, seconds=seconds)
 
 
-def _fit_xgboost(method, cache, rounds, early_stopping, seed, metric, metric_name) -> FitResult:
+def _fit_xgboost(method, cache, rounds, early_stopping, seed, metric, metric_name, callbacks, gain) -> FitResult:
     from ..engines import xgboost as engine
 
     dtrain, dvalid, dtest = cache.xgboost()
     # the engine layer starts a custom objective from 0, as LightGBM does
-    objective = _objective(method, seed)
+    objective = _objective(method, seed, gain)
+    params = cache.params.xgboost(cache.threads, seed)
+    if method.builtin:
+        params.update(gain.xgboost(method.objective))
+        params.update(method.kwargs)
     evaluator = TimedMetric(metric_name, metric)
     evals = [] if dvalid is None else [(dvalid, "valid")]
     start = time.perf_counter()
     booster, best = engine.train(
-        cache.params.xgboost(cache.threads, seed),
+        params,
         dtrain,
         objective,
         num_boost_round=rounds,
@@ -258,6 +340,7 @@ def _fit_xgboost(method, cache, rounds, early_stopping, seed, metric, metric_nam
         custom_metric=evaluator.xgboost if evals else None,
         metric_names=[metric_name],
         early_stopping_rounds=early_stopping if evals and early_stopping else None,
+        callbacks=callbacks,
     )
     seconds = time.perf_counter() - start - evaluator.seconds
     n_iterations = booster.num_boosted_rounds()
@@ -265,9 +348,9 @@ def _fit_xgboost(method, cache, rounds, early_stopping, seed, metric, metric_nam
     return _engine_result(scores, evaluator, objective, n_iterations=n_iterations, best=best, seconds=seconds)
 
 
-def _fit_native(method, cache, rounds, early_stopping, seed) -> FitResult:
+def _fit_native(method, cache, rounds, early_stopping, seed, gain) -> FitResult:
     fold = cache.fold
-    model = method.build(seed)
+    model = method.build(seed, gain=gain.gain)
     model.set_params(n_estimators=rounds)
     kwargs = {}
     if fold.valid is not None:

@@ -223,8 +223,18 @@ def query_sizes(df, qid_col: str = "qid"):
     )
 
 
-def check_partitions(df, qid_col: str = "qid") -> pd.DataFrame:
+def check_partitions(df, qid_col: str = "qid", *, ascending: bool = False) -> pd.DataFrame:
     """Check that every query sits whole, and contiguous, in one partition.
+
+    Parameters
+    ----------
+    df : dask.dataframe.DataFrame
+    qid_col : str, default="qid"
+    ascending : bool, default=False
+        Also check that the query ids ascend within every partition and from one partition
+        to the next, as :func:`partition_queries` leaves them. XGBoost needs it: it joins a
+        worker's partitions in partition order and re-sorts rows whose query ids do not
+        ascend, with an unstable sort that loses the order of the rows within a query.
 
     Returns
     -------
@@ -234,7 +244,8 @@ def check_partitions(df, qid_col: str = "qid") -> pd.DataFrame:
     Raises
     ------
     ValueError
-        Naming a query whose rows lie in two partitions, or are not contiguous in one.
+        Naming a query whose rows lie in two partitions, or are not contiguous in one, or
+        (``ascending``) the first query ids out of order.
     """
     require_frame(df, qid_col)
     per_part = dask.compute(*[dask.delayed(_part_queries)(p) for p in df[qid_col].to_delayed()])
@@ -248,6 +259,17 @@ def check_partitions(df, qid_col: str = "qid") -> pd.DataFrame:
             f"query {ids[first]} has rows in partitions {owner[first]} and {owner[second]}: "
             "repartition with gbrank.dask.partition_queries first"
         )
+    if ascending and ids.size > 1:
+        # the queries in partition order, as XGBoost joins them
+        down = np.flatnonzero(ids[1:] < ids[:-1])
+        if down.size:
+            i = int(down[0])
+            raise ValueError(
+                f"query {ids[i + 1]} (partition {owner[i + 1]}) comes after query {ids[i]} (partition "
+                f"{owner[i]}): XGBoost re-sorts rows whose query ids do not ascend, with an unstable sort "
+                "that loses the display order of the rows within a query; repartition with "
+                "gbrank.dask.partition_queries, which sorts them"
+            )
     return pd.DataFrame(
         {"rows": [rows for rows, _ in per_part], "queries": [part_ids.size for _, part_ids in per_part]}
     )

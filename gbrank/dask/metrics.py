@@ -62,10 +62,8 @@ class DistributedMetrics:
 
         labels = dmat.get_label()
         if labels.size:
-            group_ptr = np.asarray(dmat.get_uint_info("group_ptr"), dtype=np.int64)
-            if group_ptr.size < 2:
-                raise ValueError("the DMatrix has no query groups: build it with qid= to evaluate ranking metrics")
-            partial = self.partial(labels, preds, np.diff(group_ptr))
+            sizes = xgboost_engine.group_sizes(dmat, purpose="to evaluate ranking metrics")
+            partial = self.partial(labels, preds, sizes)
         else:
             # A worker without rows of this eval set still joins the allreduce.
             partial = self.partial(labels, preds, None)

@@ -1,14 +1,17 @@
 """Training on a Dask cluster with gbrank objectives, both engines through
-:mod:`gbrank.engines`: every worker computes the gradients of its own whole queries."""
+:mod:`gbrank.engines` (:mod:`gbrank.engines.dask` drives them): every worker computes the
+gradients of its own whole queries, with the statistics of the whole data computed here,
+before training (:mod:`gbrank.engines.statistics`)."""
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, Callable, Sequence
 
+import dask
 import numpy as np
 
-from ..engines import is_builtin, watched
+from ..engines import Statistics, is_builtin, uses_position, watched
+from ..engines import dask as dask_engine
 from ..engines import lightgbm as lightgbm_engine
 from ..engines import xgboost as xgboost_engine
 from .layout import check_partitions, partition_rows, query_sizes, require_frame
@@ -17,16 +20,31 @@ from .metrics import distributed_metrics
 __all__ = ["train_lightgbm", "train_xgboost"]
 
 
-def _columns(df, label_col, qid_col, weight_col, features):
-    for name in (label_col,) + ((weight_col,) if weight_col else ()):
+def _columns(df, label_col, qid_col, weight_col, features, position_col=None):
+    for name in (label_col,) + ((weight_col,) if weight_col else ()) + ((position_col,) if position_col else ()):
         if name not in df.columns:
             raise ValueError(f"the DataFrame has no column {name!r}; columns: {list(df.columns)}")
     if features is None:
-        features = [c for c in df.columns if c not in (label_col, qid_col, weight_col)]
+        features = [c for c in df.columns if c not in (label_col, qid_col, weight_col, position_col)]
     features = list(features)
     if not features:
         raise ValueError("no feature columns")
     return features
+
+
+def _statistics(df, label_col: str, position_col: str | None) -> Statistics:
+    """The statistics of the whole frame an objective needs and cannot see from one worker's rows."""
+    wanted = [df[label_col].max()] + ([df[position_col].max()] if position_col else [])
+    values = dask.compute(*wanted)
+    return Statistics(
+        label_max=float(values[0]),
+        n_positions=max(int(values[1]), 1) if position_col else None,
+    )
+
+
+def _needs_position(objective) -> bool:
+    reads = getattr(objective, "_reads_position", None)
+    return reads() if reads is not None else uses_position(objective)
 
 
 def train_lightgbm(
@@ -79,11 +97,20 @@ def train_lightgbm(
     -----
     Custom metrics are not reduced across machines by LightGBM, so no eval sets are taken
     here: score the model with :func:`predict` and :func:`evaluate`, which are exact.
-    """
-    from lightgbm.dask import DaskLGBMRanker
 
+    What an objective needs of the whole data (the label maximum of ERR's gains) is computed
+    from the whole frame before training, so every worker computes the gradients one
+    machine would. LightGBM's Dask interface passes no positions to the workers: the click
+    objectives that read them are refused (train them with :func:`train_xgboost`).
+    """
     builtin = is_builtin(objective, "lightgbm")
     lightgbm_engine.check_params(params, objective)
+    if not builtin and _needs_position(objective):
+        raise ValueError(
+            f"{objective!r} reads display positions, which lightgbm.dask does not pass to a worker's "
+            "Dataset: train it with gbrank.dask.train_xgboost(..., position_col=...), or give "
+            "inverse-propensity weighted clicks as labels with propensity=None"
+        )
     require_frame(df, qid_col)
     features = _columns(df, label_col, qid_col, weight_col, features)
     if check:
@@ -96,67 +123,18 @@ def train_lightgbm(
         # LightGBM cannot build a Dataset from an empty partition (e.g. after a filter), and a
         # worker left without rows would fail; drop them, the others stay where they are.
         df = df.partitions[[int(i) for i in np.flatnonzero(rows)]]
-    model = DaskLGBMRanker(
-        client=client,
-        objective=objective if builtin else _LightGBMWorkerObjective(objective),
-        n_estimators=int(num_boost_round),
-        **{"verbosity": -1, **(params or {})},
+    statistics = None if builtin else _statistics(df, label_col, None)
+    return dask_engine.lightgbm_train(
+        client,
+        df[features],
+        df[label_col],
+        query_sizes(df, qid_col),
+        weight=None if weight_col is None else df[weight_col],
+        objective=objective,
+        statistics=statistics,
+        num_boost_round=num_boost_round,
+        params=params,
     )
-    with warnings.catch_warnings():
-        # LGBMRanker always carries n_jobs; the Dask wrapper replaces it by the worker's threads.
-        warnings.filterwarnings("ignore", message="Parameter n_jobs will be ignored")
-        model.fit(
-            df[features],
-            df[label_col],
-            group=query_sizes(df, qid_col),
-            sample_weight=None if weight_col is None else df[weight_col],
-        )
-    return model.booster_
-
-
-def _worker_threads(objective):
-    """Run the objective's kernels on the worker's thread budget.
-
-    numba sizes its thread pool by the machine's cores, while a Dask worker is given
-    ``nthreads`` (the engines train with that many): without this, every worker's kernels
-    would use every core, competing with the other workers' trees and kernels.
-    """
-    try:
-        import numba
-        from distributed import get_worker
-
-        threads = min(get_worker().state.nthreads, numba.config.NUMBA_NUM_THREADS)
-    except (ImportError, ValueError, AttributeError):
-        return objective()
-    previous = numba.get_num_threads()
-    numba.set_num_threads(threads)
-    try:
-        return objective()
-    finally:
-        numba.set_num_threads(previous)
-
-
-class _WorkerObjective:
-    """A gbrank objective on one XGBoost worker: reads its own DMatrix on the worker's
-    threads; empty workers return nothing."""
-
-    def __init__(self, objective):
-        self.objective = objective
-
-    def __call__(self, preds, dtrain):
-        if dtrain.num_row() == 0:
-            return np.zeros(0), np.zeros(0)
-        return _worker_threads(lambda: self.objective(preds, dtrain))
-
-
-class _LightGBMWorkerObjective:
-    """A gbrank objective on one LightGBM worker (the four-argument form), on the worker's threads."""
-
-    def __init__(self, objective):
-        self.objective = objective
-
-    def __call__(self, y_true, y_pred, weight, group):
-        return _worker_threads(lambda: self.objective(y_true, y_pred, weight, group))
 
 
 def train_xgboost(
@@ -166,6 +144,7 @@ def train_xgboost(
     *,
     label_col: str = "label",
     qid_col: str = "qid",
+    position_col: str | None = None,
     features: Sequence[str] | None = None,
     num_boost_round: int = 100,
     params: dict[str, Any] | None = None,
@@ -183,9 +162,11 @@ def train_xgboost(
     client, df, label_col, qid_col, features, num_boost_round
         As in :func:`train_lightgbm` (no weight column).
     objective : gbrank objective, callable or str
-        A gbrank objective, called by each worker as ``f(preds, dtrain)`` on its own
-        DMatrix (whose rows XGBoost may have re-sorted by query id); or ``"rank:ndcg"``,
+        A gbrank objective, called by each worker on its own DMatrix; or ``"rank:ndcg"``,
         ``"rank:pairwise"``, ``"rank:map"``.
+    position_col : str, optional
+        Column of display positions (1 = top, -1 never shown), for the click objectives;
+        required by those that read them.
     params : dict, optional
         XGBoost parameters; each worker uses its Dask threads.
     evals : list of (dask DataFrame, str), optional
@@ -200,7 +181,9 @@ def train_xgboost(
         Filled with ``{eval_name: {metric_name: [values]}}``.
     check : bool, default=True
         First verify with :func:`check_partitions` that no query crosses a partition, in
-        ``df`` and in every eval set.
+        ``df`` and in every eval set, and that ``df``'s query ids ascend through its
+        partitions (XGBoost re-sorts a worker's rows otherwise, and not stably: the rows of a
+        query would lose their order); :func:`partition_queries` makes them so.
     **conventions
         Metric conventions (``gain``, ``no_relevant``, ...).
 
@@ -211,30 +194,40 @@ def train_xgboost(
     Notes
     -----
     Sample weights are not taken: ``xgboost.dask`` does not implement per-query weights.
-    """
-    import xgboost as xgb
-    from xgboost import dask as dxgb
 
+    What an objective needs of the whole data is computed from the whole frame before
+    training (the label maximum of ERR's gains, the number of positions), and the propensity
+    estimate of the click objectives sums its statistics over the workers at every update
+    (an allreduce), so every worker computes the gradients one machine would.
+    """
     frames = [df] + [frame for frame, _ in evals or []]
-    for frame in frames:
+    for i, frame in enumerate(frames):
         require_frame(frame, qid_col)
         if check:
-            check_partitions(frame, qid_col)
-    features = _columns(df, label_col, qid_col, None, features)
+            check_partitions(frame, qid_col, ascending=i == 0)
+    features = _columns(df, label_col, qid_col, None, features, position_col)
+    builtin = isinstance(objective, str)
+    if not builtin and position_col is None and _needs_position(objective):
+        raise ValueError(
+            f"{objective!r} reads display positions: name the column that holds them, "
+            "train_xgboost(..., position_col='position')"
+        )
 
-    def matrix(frame):
+    def column(data):
         # Unnamed arrays: a worker that holds no rows of an eval set gets an empty DMatrix
         # without feature names, which XGBoost refuses against a model that has them.
-        def column(data):
-            return data.to_dask_array(lengths=True)
+        return data.to_dask_array(lengths=True)
 
-        return dxgb.DaskDMatrix(client, column(frame[features]), column(frame[label_col]), qid=column(frame[qid_col]))
+    def matrix(frame, position=None):
+        return dask_engine.xgboost_matrix(client, column(frame[features]), column(frame[label_col]),
+                                          column(frame[qid_col]), position)
 
-    dtrain = matrix(df)
+    reads_position = not builtin and position_col is not None and _needs_position(objective)
+    dtrain = matrix(df, column(df[position_col]).astype(np.float32) if reads_position else None)
     watch = [(matrix(frame), name) for frame, name in evals or []]
+    statistics = None if builtin else _statistics(df, label_col, position_col if reads_position else None)
     # the built-in objective by name, or base_score from the start score of a custom one
     params = xgboost_engine.params(objective, params)
-    obj = None if isinstance(objective, str) else _WorkerObjective(objective)
     metric = distributed_metrics(metrics, **conventions) if watch else None
     callbacks = []
     if early_stopping_rounds is not None:
@@ -242,19 +235,20 @@ def train_xgboost(
             raise ValueError("early_stopping_rounds needs evals to watch")
         data_name, metric_name = watched([name for _, name in watch], metric.names)
         callbacks.append(metric.early_stopping(int(early_stopping_rounds), data_name=data_name, metric_name=metric_name))
-    out = dxgb.train(
+    out = dask_engine.xgboost_train(
         client,
         params,
         dtrain,
-        num_boost_round=int(num_boost_round),
-        evals=watch or None,
-        obj=obj,
+        objective,
+        statistics=statistics,
+        positions=reads_position,
+        num_boost_round=num_boost_round,
+        evals=watch,
         custom_metric=metric,
-        callbacks=callbacks or None,
-        verbose_eval=False,
+        callbacks=callbacks,
     )
     if evals_result is not None:
         evals_result.update(out["history"])
-    booster: xgb.Booster = out["booster"]
+    booster = out["booster"]
     booster.feature_names = list(features)
     return booster

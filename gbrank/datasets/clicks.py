@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_choice, check_float, check_int
-from ..groups import check_group
+from ..groups import check_group, sizes_to_qid
 
 __all__ = ["ClickLog", "click_probability", "simulate_clicks"]
 
@@ -130,7 +130,7 @@ def _weak_logging_scores(X, y, offsets, fraction, rng):
 def _padded(values, offsets, fill):
     sizes = np.diff(offsets)
     out = np.full((sizes.size, int(sizes.max())), fill, dtype=np.float64)
-    q = np.repeat(np.arange(sizes.size), sizes)
+    q = sizes_to_qid(sizes)
     col = np.arange(offsets[-1]) - np.repeat(offsets[:-1], sizes)
     out[q, col] = values
     return out, q, col
@@ -322,13 +322,5 @@ def simulate_clicks(
         session = dict(session_query=np.concatenate(keep_q), session_rows=sr, session_clicks=sc)
     else:
         session = {}
-    return ClickLog(
-        clicks=clicks,
-        position=position,
-        propensity=propensity,
-        theta=theta,
-        relevance=relevance,
-        logging_scores=scores,
-        sessions_per_query=n_sessions,
-        **session,
-    )
+    return ClickLog(clicks=clicks, position=position, propensity=propensity, theta=theta, relevance=relevance,
+                    logging_scores=scores, sessions_per_query=n_sessions, **session)

@@ -12,6 +12,7 @@ import gzip
 import io
 import operator
 import os
+import re
 import zlib
 from pathlib import Path
 from typing import NamedTuple
@@ -21,7 +22,7 @@ import numpy as np
 from ..groups import check_group, qid_to_sizes
 from ._container import RankingData
 
-__all__ = ["LetorFold", "load_letor", "load_letor_fold"]
+__all__ = ["LetorFold", "fold_directories", "is_fold_directory", "load_letor", "load_letor_fold"]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _SPLIT_NAMES = {
@@ -239,9 +240,60 @@ def load_letor(
     return RankingData(X.toarray(), y, group=group, qid=qid)
 
 
+def fold_directories(root: str | os.PathLike) -> list[Path]:
+    """The ``Fold1``, ``Fold2``, ... directories of a LETOR dataset directory, in fold order."""
+    found = []
+    for child in Path(root).iterdir():
+        match = re.fullmatch(r"Fold(\d+)", child.name)
+        if match and child.is_dir():
+            found.append((int(match.group(1)), child))
+    return [path for _, path in sorted(found)]
+
+
+def _split_candidates(folder: Path, split: str) -> list[Path]:
+    return [folder / f"{stem}{suffix}" for stem in _SPLIT_NAMES[split] for suffix in (".txt", ".txt.gz")]
+
+
+def is_fold_directory(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a directory holding a fold's training file itself."""
+    path = Path(path)
+    return path.is_dir() and any(p.is_file() for p in _split_candidates(path, "train"))
+
+
+def _fold_folder(root: Path, fold: int | str | None) -> Path:
+    """The directory holding the fold's files: ``root`` itself, or ``root/Fold<fold>``."""
+    if not root.is_dir():
+        raise FileNotFoundError(f"no such directory: {root}")
+    if fold is None:
+        if is_fold_directory(root):
+            return root
+        dirs = fold_directories(root)
+        if dirs:
+            raise ValueError(
+                f"{root} holds the folds {', '.join(d.name for d in dirs)}: choose one with fold=, "
+                f"e.g. load_letor_fold({str(root)!r}, fold=1), or pass a fold directory"
+            )
+        raise FileNotFoundError(
+            f"{root} is neither a fold directory (no {', '.join(p.name for p in _split_candidates(root, 'train'))}) "
+            "nor a dataset directory holding Fold1, Fold2, ..."
+        )
+    name = fold if isinstance(fold, str) else f"Fold{operator.index(fold)}"
+    folder = root / name
+    if folder.is_dir():
+        return folder
+    if is_fold_directory(root):
+        raise FileNotFoundError(
+            f"no fold directory {folder}: {root} is itself a fold directory; "
+            f"read it with load_letor_fold({str(root)!r}) (no fold=)"
+        )
+    dirs = fold_directories(root)
+    have = f"it holds {', '.join(d.name for d in dirs)}" if dirs else "it holds no Fold1, Fold2, ... directories"
+    raise FileNotFoundError(f"no fold directory {folder}: {have}")
+
+
 def load_letor_fold(
     root: str | os.PathLike,
-    fold: int | str,
+    fold: int | str | None = None,
     *,
     n_features: int | None = None,
     dtype=np.float64,
@@ -251,10 +303,13 @@ def load_letor_fold(
     Parameters
     ----------
     root : str or path-like
-        The dataset directory holding ``Fold1`` ... ``Fold5``, e.g. ``letor4_mq2008`` or
-        ``letor3_ohsumed/QueryLevelNorm``.
-    fold : int or str
-        Fold number (``1`` reads ``Fold1``) or the directory name.
+        The dataset directory holding ``Fold1`` ... ``Fold5`` (e.g. ``letor4_mq2008`` or
+        ``letor3_ohsumed/QueryLevelNorm``) with ``fold`` to choose one, or a fold directory
+        itself (e.g. ``letor4_mq2008/Fold1``) without ``fold``; ``python -m gbrank.bench``
+        reads both the same way.
+    fold : int or str, optional
+        Fold number (``1`` reads ``Fold1``) or the directory name; leave it out when
+        ``root`` is a fold directory.
     n_features : int, optional
         Number of feature columns; by default the largest index over the three files, so
         the splits always share a width.
@@ -268,15 +323,21 @@ def load_letor_fold(
         ``train``/``vali``/``test`` (LETOR 4.0, QueryLevelNorm) or
         ``trainingset``/``validationset``/``testset`` (other LETOR 3.0 versions), with
         suffix ``.txt`` or ``.txt.gz``.
+
+    Raises
+    ------
+    FileNotFoundError
+        For a missing directory or file, naming it and what the directory holds instead
+        (a fold directory given with ``fold=``, or the folds there are).
+    ValueError
+        For a dataset directory without ``fold``, and for unreadable files (as
+        :func:`load_letor`).
     """
     dtype = _check_dtype(dtype)
-    name = fold if isinstance(fold, str) else f"Fold{operator.index(fold)}"
-    folder = Path(root) / name
-    if not folder.is_dir():
-        raise FileNotFoundError(f"no fold directory {folder}")
+    folder = _fold_folder(Path(root), fold)
     paths = []
-    for split, stems in _SPLIT_NAMES.items():
-        tried = [folder / f"{stem}{suffix}" for stem in stems for suffix in (".txt", ".txt.gz")]
+    for split in _SPLIT_NAMES:
+        tried = _split_candidates(folder, split)
         found = next((p for p in tried if p.is_file()), None)
         if found is None:
             raise FileNotFoundError(

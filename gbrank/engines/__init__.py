@@ -2,12 +2,17 @@
 harness, ``gbrank.dask``) and every objective call goes through it.
 
 * :func:`read`: the fields of a LightGBM ``Dataset`` or XGBoost ``DMatrix`` an objective
-  reads (labels, query sizes, per-row weights, init score, positions), with the refusals of
-  what an engine would otherwise get silently wrong (``lightgbm.read``);
+  reads (labels, query sizes, per-row weights, init score, positions as the user gave them,
+  statistics of the whole data), with the refusals of what an engine would otherwise get
+  silently wrong (``lightgbm.read``);
+* :mod:`gbrank.engines.positions`: the one place that resolves displayed positions;
+* :mod:`gbrank.engines.statistics`: statistics of the whole training data (label maximum,
+  positions, sums over Dask workers), never of the slice an objective sees;
 * :func:`is_builtin`: an engine's own ranking objective by name, or a gbrank one;
 * :func:`start_score`: the starting score a custom objective trains from, 0 in both engines;
 * :func:`watched` and :class:`BestRound`: the early-stopping rule, **the first metric on
   the last eval set, higher is better**, with the best round as the model's length;
+* :func:`report_callback`: an engine callback that hands a tuner each iteration's metric;
 * :func:`predict`: raw scores of a LightGBM or XGBoost booster, as float64;
 * :func:`query_folds`: cross-validation folds that keep queries whole, for ``lgb.cv(folds=)``;
 * :func:`with_position`: displayed positions bound to an objective that reads them.
@@ -20,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..groups import sizes_to_offsets
-from . import lightgbm, xgboost
+from ..groups import sizes_to_offsets, sizes_to_qid
+from . import lightgbm, positions, statistics, xgboost
 from ._common import (
     BUILTIN_OBJECTIVES,
     BestRound,
@@ -34,17 +39,22 @@ from ._common import (
     watched,
     with_position,
 )
+from .statistics import Statistics
 
 __all__ = [
     "BUILTIN_OBJECTIVES",
     "BestRound",
     "Fields",
     "PositionedObjective",
+    "Statistics",
+    "positions",
+    "statistics",
     "engine_of",
     "is_builtin",
     "predict",
     "query_folds",
     "read",
+    "report_callback",
     "start_score",
     "uses_position",
     "watched",
@@ -52,14 +62,29 @@ __all__ = [
 ]
 
 
-def read(data) -> Fields:
-    """The fields of a ``lightgbm.Dataset`` or any ``xgboost.DMatrix``."""
+def read(data, *, position: bool = False) -> Fields:
+    """The fields of a ``lightgbm.Dataset`` or any ``xgboost.DMatrix``.
+
+    With ``position``, also the displayed positions (:mod:`gbrank.engines.positions`): a
+    LightGBM Dataset's as the user gave them (None if it has none), XGBoost's row order
+    within each query, with a one-time warning naming how to give them.
+    """
     engine = engine_of(data)
     if engine == "lightgbm":
-        return lightgbm.read(data)
+        return lightgbm.read(data, position=position)
     if engine == "xgboost":
-        return xgboost.read(data)
+        return xgboost.read(data, position=position)
     raise TypeError(f"expected a lightgbm.Dataset or an xgboost.DMatrix, got {type(data).__name__}")
+
+
+def report_callback(engine: str, report, data_name: str, metric_name: str):
+    """A ``"lightgbm"`` or ``"xgboost"`` training callback calling ``report(iteration, value)``
+    with ``metric_name`` on the eval set ``data_name`` after each iteration (from 1)."""
+    if engine == "lightgbm":
+        return lightgbm.Report(report, data_name, metric_name)
+    if engine == "xgboost":
+        return xgboost.report_callback(report, data_name, metric_name)
+    raise ValueError(f"engine must be 'lightgbm' or 'xgboost', got {engine!r}")
 
 
 def predict(booster, X, rounds: int | None = None) -> np.ndarray:
@@ -95,7 +120,7 @@ def query_folds(data, nfold: int = 5, *, shuffle: bool = True, seed: int = 0) ->
         if sizes is None:
             raise ValueError("the Dataset has no query groups: build it with group=")
     elif engine_of(data) == "xgboost":
-        sizes = np.diff(data.get_uint_info("group_ptr").astype(np.int64))
+        sizes = xgboost.group_sizes(data, purpose="to split it into folds of whole queries")
     else:
         sizes = data
     offsets = sizes_to_offsets(sizes)
@@ -103,7 +128,7 @@ def query_folds(data, nfold: int = 5, *, shuffle: bool = True, seed: int = 0) ->
     if isinstance(nfold, bool) or not isinstance(nfold, (int, np.integer)) or not 2 <= nfold <= n_queries:
         raise ValueError(f"nfold must be an integer from 2 to the number of queries ({n_queries}), got {nfold!r}")
     order = np.random.default_rng(seed).permutation(n_queries) if shuffle else np.arange(n_queries)
-    query_of_row = np.repeat(np.arange(n_queries), np.diff(offsets))
+    query_of_row = sizes_to_qid(np.diff(offsets))
     folds = []
     for part in np.array_split(order, nfold):
         test = np.isin(query_of_row, part)

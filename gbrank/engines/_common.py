@@ -12,6 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from . import positions as _positions
+from .statistics import Statistics
+
 __all__ = [
     "BUILTIN_OBJECTIVES",
     "BestRound",
@@ -46,12 +49,12 @@ class Fields:
     init_score : ndarray or None
         LightGBM's ``init_score`` / XGBoost's ``base_margin``; the scores an objective
         receives already include it.
-    position : ndarray of int, shape (n_rows,), or None
-        LightGBM's ``Dataset(position=)`` field as LightGBM keeps it: ``Metadata::SetPosition``
-        replaces the positions by ids of the distinct values in order of first appearance,
-        and the Python ``Dataset`` then holds those ids. They serve LightGBM's own
-        position-bias model; a loss that needs the displayed ranks gets them through
-        :func:`with_position`. XGBoost has no such field.
+    position : ndarray of int64, shape (n_rows,), or None
+        The displayed positions as the user gave them (1-based, -1 for rows never shown),
+        read only when asked for: see :mod:`gbrank.engines.positions`.
+    statistics : Statistics or None
+        Statistics of the whole training data where the rows are a part of it (an
+        ``lgb.cv`` fold): see :mod:`gbrank.engines.statistics`.
     """
 
     labels: np.ndarray
@@ -59,6 +62,7 @@ class Fields:
     weights: np.ndarray | None = None
     init_score: np.ndarray | None = None
     position: np.ndarray | None = None
+    statistics: Statistics | None = None
 
 
 def engine_of(obj: Any) -> str | None:
@@ -154,31 +158,57 @@ class BestRound:
 class PositionedObjective:
     """A gbrank objective that reads positions, bound to the positions of one training set.
 
-    Neither engine hands the displayed ranks to an objective (XGBoost has no position field;
-    LightGBM keeps only ids of the distinct positions), so they travel with the objective:
-    ``f(preds, data)`` reads the other fields from ``data`` and passes ``position=`` to the
-    objective's ``grad_hess``. The rows must be in the order of ``position``.
+    XGBoost has no position field, so they travel with the objective: ``f(preds, data)``
+    reads the other fields from ``data`` and hands the positions to the objective. The rows
+    must be in the order of ``position``; ``"row_order"`` says that each query's rows are in
+    display order (positions 1, 2, 3, ...). ``statistics`` are those of the whole training
+    data (:mod:`gbrank.engines.statistics`), given by a front-end that sees more than
+    ``data`` (a Dask worker's part).
     """
 
-    def __init__(self, objective, position) -> None:
+    def __init__(self, objective, position, statistics: Statistics | None = None) -> None:
         self.objective = objective
-        self.position = np.asarray(position, dtype=np.int64)
+        self.row_order = isinstance(position, str)
+        self.position = None if self.row_order else _positions.check(position, len(position))
+        self.statistics = statistics
 
     def __call__(self, preds, data):
         from . import read
 
         fields = read(data)
-        if fields.labels.size != self.position.size:
-            raise ValueError(f"{self.position.size} positions for training data of {fields.labels.size} rows")
-        return self.objective.grad_hess(fields.labels, preds, fields.sizes, fields.weights, position=self.position)
+        n = fields.labels.size
+        if self.row_order:
+            position = _positions.row_order(np.concatenate(([0], np.cumsum(fields.sizes))), asked=True)
+        else:
+            position = self.position
+            if position.size != n:
+                raise ValueError(f"{position.size} positions for training data of {n} rows")
+        statistics = self.statistics if self.statistics is not None else fields.statistics
+        gradients = getattr(self.objective, "_gradients", None)
+        if gradients is None:
+            return self.objective.grad_hess(fields.labels, preds, fields.sizes, fields.weights, position=position)
+        return gradients(fields.labels, preds, fields.sizes, fields.weights, owner=data, position=position,
+                         statistics=statistics)
 
 
 def with_position(objective, position) -> PositionedObjective:
-    """Bind ``position`` (displayed rank of each row, 1-based) to an objective with
-    ``uses_position = True``, for ``lgb.train`` and ``xgb.train``."""
+    """Bind ``position`` to an objective with ``uses_position = True``, for ``lgb.train`` and
+    ``xgb.train``.
+
+    Parameters
+    ----------
+    objective : gbrank objective
+        One that reads positions (the click objectives).
+    position : array-like of int, shape (n_rows,), or "row_order"
+        The display position of each row of the training set (1 = top, -1 if never shown),
+        in its row order (a pandas Series is read by its values); or ``"row_order"``: each
+        query's rows are in display order, from position 1.
+    """
     if not uses_position(objective):
         raise ValueError(
             f"{objective!r} does not read positions (uses_position is not True): drop the positions "
             "or use an objective that reads them"
         )
+    if isinstance(position, str) and position != _positions.ROW_ORDER:
+        raise ValueError(f"position must be an array of positions or {_positions.ROW_ORDER!r}, got {position!r}")
     return PositionedObjective(objective, position)

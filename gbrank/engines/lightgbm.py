@@ -25,7 +25,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..groups import sizes_to_qid
+from . import positions as _positions
 from ._common import BestRound, Fields, engine_of, is_builtin, watched
+from .statistics import Statistics
 
 __all__ = [
     "EarlyStopping",
@@ -77,7 +80,7 @@ def _check_subset(data) -> None:
     if full is None:
         return
     full = np.asarray(full, dtype=np.int64)
-    query = np.repeat(np.arange(full.size), full)[np.asarray(used, dtype=np.int64)]
+    query = sizes_to_qid(full)[np.asarray(used, dtype=np.int64)]
     kept = np.bincount(query, minlength=full.size)
     cut = np.flatnonzero((kept > 0) & (kept < full))
     if cut.size:
@@ -99,8 +102,9 @@ def check(data) -> None:
         _CHECKED[data] = True
 
 
-def check_caller() -> None:
-    """The checks of :func:`check` for ``LGBMRanker``'s four-argument call.
+def check_caller():
+    """The checks of :func:`check` for ``LGBMRanker``'s four-argument call; returns the
+    training ``Dataset`` (None if not found), to which the objective keeps its state.
 
     LightGBM's scikit-learn wrapper hands the objective arrays, not the ``Dataset``; the
     wrapper's frame, a few above this one (gbrank's own wrappers may sit between), holds it
@@ -109,17 +113,32 @@ def check_caller() -> None:
     frame = sys._getframe(2)
     for _ in range(6):
         if frame is None:
-            return
+            return None
         if type(frame.f_locals.get("self")).__module__.startswith("lightgbm"):
             data = frame.f_locals.get("dataset")
             if engine_of(data) == "lightgbm":
                 check(data)
-            return
+                return data
+            return None
         frame = frame.f_back
+    return None
 
 
-def read(data) -> Fields:
-    """The fields of a ``lightgbm.Dataset`` that an objective reads, after :func:`check`."""
+def _statistics(data) -> Statistics | None:
+    """Statistics of the full set of an ``lgb.cv`` fold (a subset), None for a whole set."""
+    reference = getattr(data, "reference", None)
+    if reference is None or getattr(data, "used_indices", None) is None or reference.get_label() is None:
+        return None
+    given = _positions.given(reference)
+    return Statistics(
+        label_max=float(np.max(reference.get_label(), initial=0)),
+        n_positions=None if given is None else max(int(given.max(initial=1)), 1),
+    )
+
+
+def read(data, *, position: bool = False) -> Fields:
+    """The fields of a ``lightgbm.Dataset`` that an objective reads, after :func:`check`;
+    the positions as the user gave them with ``position`` (:mod:`gbrank.engines.positions`)."""
     check(data)
     group = data.get_group()
     labels = data.get_label()
@@ -129,12 +148,15 @@ def read(data) -> Fields:
             "sizes of consecutive queries) or call set_group() before training"
         )
     weights = data.get_weight()
+    sizes = np.asarray(group, dtype=np.int64)
+    given = _positions.of_lightgbm(data, np.concatenate(([0], np.cumsum(sizes)))) if position else None
     return Fields(
         labels=labels,
-        sizes=np.asarray(group, dtype=np.int64),
+        sizes=sizes,
         weights=None if weights is None else np.asarray(weights, dtype=np.float64),
         init_score=data.get_init_score(),
-        position=data.get_position(),
+        position=given,
+        statistics=_statistics(data),
     )
 
 
@@ -164,6 +186,7 @@ def dataset(
         reference=reference,
         free_raw_data=free_raw_data,
     )
+    _positions.remember(data)
     return data.construct()
 
 
@@ -203,6 +226,25 @@ class EarlyStopping:
             raise EarlyStopException(self._best_iteration, self._best_results)
 
 
+class Report:
+    """LightGBM callback: one eval set's metric after each iteration, to ``report(iteration, value)``
+    (iterations from 1), for tuners that prune unpromising runs."""
+
+    def __init__(self, report: Callable[[int, float], None], data_name: str, metric_name: str) -> None:
+        # instance attributes: lgb.train reads them from the callback's __dict__; before
+        # gbrank's early stopping (30), so the stopping iteration is reported too
+        self.order = 25
+        self.before_iteration = False
+        self.report = report
+        self.data_name = data_name
+        self.metric_name = metric_name
+
+    def __call__(self, env) -> None:
+        for data, name, value, _ in env.evaluation_result_list:
+            if data == self.data_name and name == self.metric_name:
+                self.report(env.iteration + 1, value)
+
+
 def best_iteration(booster) -> int:
     """Rounds to predict with: the best round (1-based) under early stopping, else all."""
     best = int(booster.best_iteration)
@@ -227,6 +269,7 @@ def train(
     early_stopping_rounds: int | None = None,
     evals_result: dict | None = None,
     verbose: bool | int = False,
+    callbacks: Sequence = (),
 ):
     """``lightgbm.train`` with a gbrank or built-in objective, gbrank metrics only.
 
@@ -251,6 +294,8 @@ def train(
         Filled by ``lightgbm.record_evaluation``.
     verbose : bool or int
         Log the metrics every ``verbose`` rounds.
+    callbacks : sequence
+        More LightGBM callbacks, run after gbrank's.
 
     Returns
     -------
@@ -270,13 +315,14 @@ def train(
             "min_data_in_bin, default 3): pass more data or lower them, e.g. "
             "params={'min_data_in_leaf': 1}"
         )
-    callbacks: list = []
+    extra, callbacks = callbacks, []
     if valid and evals_result is not None:
         callbacks.append(lgb.record_evaluation(evals_result))
     if valid and verbose:
         callbacks.append(lgb.log_evaluation(period=int(verbose)))
     if early_stopping_rounds is not None:
         callbacks.append(EarlyStopping(early_stopping_rounds, *watched(list(valid_names), list(metric_names))))
+    callbacks += list(extra)
     booster = lgb.train(
         {**params, "objective": objective, "metric": "None"},
         dtrain,

@@ -24,12 +24,15 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..groups import sizes_to_offsets
+from . import positions as _positions
 from ._common import Fields, engine_of, is_builtin, start_score, watched
 
 __all__ = [
     "best_iteration",
     "dmatrix",
     "early_stopping",
+    "group_sizes",
     "maximize_early_stopping",
     "params",
     "predict",
@@ -39,21 +42,17 @@ __all__ = [
 ]
 
 
-def read(dmat) -> Fields:
+def read(dmat, *, position: bool = False) -> Fields:
     """The fields of an ``xgboost.DMatrix`` (or ``QuantileDMatrix``) an objective reads.
 
     XGBoost weights whole queries: one weight per query is spread to the query's rows.
+    XGBoost has no position field: with ``position`` the row order within each query is
+    read as the position, with a one-time warning (:func:`gbrank.engines.positions.row_order`).
     """
     labels = dmat.get_label()
     if labels.size == 0:
         raise ValueError("the DMatrix has no rows: there is nothing to rank")
-    ptr = dmat.get_uint_info("group_ptr")
-    if ptr.size < 2:
-        raise ValueError(
-            "the DMatrix has no query groups: build it with qid= or group=, "
-            "or call set_group() before training"
-        )
-    sizes = np.diff(ptr.astype(np.int64))
+    sizes = group_sizes(dmat, purpose="before training")
     weights = dmat.get_weight()
     row_weights = None
     if weights.size:
@@ -67,7 +66,32 @@ def read(dmat) -> Fields:
                 f"{labels.size} rows; ranking weights are one per query"
             )
     margin = dmat.get_base_margin()
-    return Fields(labels=labels, sizes=sizes, weights=row_weights, init_score=margin if margin.size else None)
+    rows = _positions.row_order(sizes_to_offsets(sizes)) if position else None
+    return Fields(labels=labels, sizes=sizes, weights=row_weights, init_score=margin if margin.size else None,
+                  position=rows)
+
+
+def group_sizes(dmat, *, purpose: str) -> np.ndarray:
+    """The query sizes of a ``DMatrix``, from its ``group_ptr`` (which follows any re-ordering
+    XGBoost applied to the rows): the one place gbrank reads it.
+
+    Parameters
+    ----------
+    dmat : xgboost.DMatrix
+    purpose : str
+        What the groups are needed for, ending the error (``"to evaluate ranking metrics"``).
+
+    Raises
+    ------
+    ValueError
+        When the DMatrix has no query groups.
+    """
+    ptr = dmat.get_uint_info("group_ptr")
+    if ptr.size < 2:
+        raise ValueError(
+            f"the DMatrix has no query groups: build it with qid= or group=, or call set_group() {purpose}"
+        )
+    return np.diff(np.asarray(ptr, dtype=np.int64))
 
 
 def query_weights(weight: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -128,12 +152,30 @@ def predict(booster, X, rounds: int | None = None) -> np.ndarray:
     return np.asarray(scores, dtype=np.float64)
 
 
-def early_stopping(rounds: int, *, data_name: str | None, metric_name: str):
+def early_stopping(
+    rounds: int, *, data_name: str | None, metric_name: str, save_best: bool = False, min_delta: float = 0.0
+):
     """XGBoost's ``EarlyStopping`` callback under gbrank's rule: one metric on one eval set,
-    higher is better (see :func:`gbrank.engines.watched`)."""
-    from xgboost.callback import EarlyStopping
+    higher is better (see :func:`gbrank.engines.watched`); the one place gbrank builds it."""
+    try:
+        from xgboost.callback import EarlyStopping
+    except ImportError as exc:
+        raise ImportError("XGBoost's early stopping needs xgboost: pip install 'gbrank[xgboost]'") from exc
+    return EarlyStopping(rounds=int(rounds), metric_name=metric_name, data_name=data_name, maximize=True,
+                         save_best=save_best, min_delta=min_delta)
 
-    return EarlyStopping(rounds=int(rounds), metric_name=metric_name, data_name=data_name, maximize=True)
+def report_callback(report: Callable[[int, float], None], data_name: str, metric_name: str):
+    """XGBoost callback: one eval set's metric after each iteration, to
+    ``report(iteration, value)`` (iterations from 1), for tuners that prune unpromising runs."""
+    from xgboost.callback import TrainingCallback
+
+    class Report(TrainingCallback):
+        def after_iteration(self, model, epoch, evals_log) -> bool:
+            report(epoch + 1, evals_log[data_name][metric_name][-1])
+            return False
+
+    return Report()
+
 
 def maximize_early_stopping(metric_names: Sequence[str]) -> None:
     """Make the early stopping of the running ``xgb.train`` / ``xgb.cv`` maximise a gbrank metric.
@@ -181,6 +223,7 @@ def train(
     early_stopping_rounds: int | None = None,
     evals_result: dict | None = None,
     verbose: bool | int = False,
+    callbacks: Sequence = (),
 ):
     """``xgboost.train`` with a gbrank or built-in objective, gbrank metrics only.
 
@@ -205,6 +248,8 @@ def train(
         Filled with ``{eval_name: {metric_name: [values]}}``.
     verbose : bool or int
         ``verbose_eval``.
+    callbacks : sequence of xgboost.callback.TrainingCallback
+        More callbacks, run after gbrank's.
 
     Returns
     -------
@@ -213,10 +258,11 @@ def train(
     """
     import xgboost as xgb
 
-    callbacks = []
+    extra, callbacks = callbacks, []
     if early_stopping_rounds is not None:
         data_name, metric_name = watched([name for _, name in evals], list(metric_names))
         callbacks.append(early_stopping(early_stopping_rounds, data_name=data_name, metric_name=metric_name))
+    callbacks += list(extra)
     booster = xgb.train(
         params(objective, given),
         dtrain,

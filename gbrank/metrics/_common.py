@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import numbers
-import re
 import warnings
 from typing import NamedTuple
 
 import numpy as np
 
+from .._docstrings import fill_doc, metric_example
 from .._threading import configure_threading
 from .._validation import check_labels, check_scores
 from ..groups import check_group
@@ -21,33 +21,40 @@ configure_threading()
 NoRelevant = float | str
 
 
-# Parameter descriptions every metric shares, written once: ``%(name)s`` in a docstring
-# stands for the entry, indented as the placeholder is.
-_SHARED_DOC = {
-    "scores_group_k": """y_pred : array-like of shape (n_rows,)
-    Scores, finite; float32 is accepted.
-group : array-like of shape (n_queries,)
-    Group sizes.
-k : int or None, default=None
-    Cut-off; ``None`` evaluates the whole list.""",
-    "per_query_returns": """per_query : bool, default=False
-    Return the per-query values instead of their mean.
+# Parameter descriptions every metric shares, written once (see gbrank._docstrings).
+_SCORES_GROUP_K = """
+        y_pred : array-like of shape (n_rows,)
+            Scores, finite; float32 is accepted.
+        group : array-like of shape (n_queries,)
+            Group sizes.
+        k : int or None, default=None
+            Cut-off; ``None`` evaluates the whole list."""
+_SHARED_DOC = dict(
+    scores_group_k=_SCORES_GROUP_K,
+    # MAP, MRR and precision: labels through a threshold, and the same tie policies
+    binary_inputs="""
+        y_true : array-like of shape (n_rows,)
+            Labels, finite and non-negative; a document is relevant when its label exceeds
+            ``relevance_threshold`` (graded labels are fine: only the threshold matters).""" + _SCORES_GROUP_K + """
+        ties : {"input", "pessimistic", "average"}, default="input"
+            ``"input"``: stable, input row order (LightGBM, XGBoost). ``"pessimistic"``: lower
+            labels first within a tied block, so relevant documents go last. ``"average"``: the
+            exact expectation over all orders of every tied block (McSherry and Najork, 2008).
+    """,
+    per_query_returns="""
+        per_query : bool, default=False
+            Return the per-query values instead of their mean.
 
-Returns
--------
-float or ndarray of shape (n_queries,)""",
-}
+        Returns
+        -------
+        float or ndarray of shape (n_queries,)
+    """,
+)
 
-
-def shared_doc(func):
-    """Fill the ``%(name)s`` placeholders of ``func``'s docstring from ``_SHARED_DOC``."""
-    for name, text in _SHARED_DOC.items():
-        placeholder = re.search(rf"^( *)%\({name}\)s$", func.__doc__, flags=re.M)
-        if placeholder:
-            indent = placeholder.group(1)
-            filled = "\n".join(indent + line if line else "" for line in text.splitlines())
-            func.__doc__ = func.__doc__.replace(placeholder.group(0), filled)
-    return func
+def shared_doc(name: str, *, mean: float, per_query: list[float]):
+    """Fill a metric's docstring: the shared sections and its example, which prints ``mean``
+    and ``per_query`` (see :func:`gbrank._docstrings.metric_example`)."""
+    return fill_doc(**_SHARED_DOC, example=metric_example(name, mean=mean, per_query=per_query))
 
 
 def check_inputs(y_true, y_pred, group) -> tuple[np.ndarray, np.ndarray, int]:
@@ -162,6 +169,17 @@ def reduce_queries(values: np.ndarray, fill: float, per_query: bool):
         )
         return float("nan")
     return float(kept.mean())
+
+
+def binary_metric(kernel, y_true, y_pred, group, options: tuple, per_query: bool):
+    """A binary measure (MAP, MRR, precision): ``options`` as its ``_check_options`` returns
+    them, ``(k, tie code, fill, threshold, *more)``; the inputs checked and ranked under the
+    tie policy, ``kernel(*ranked, offsets, k, threshold, *more, fill)`` per query, then the
+    mean or the per-query values."""
+    k, tie_code, fill, *settings = options
+    labels, scores, offsets = check_binary_inputs(y_true, y_pred, group)
+    values = kernel(*ranked(labels, scores, offsets, k, tie_code), offsets, k, *settings, fill)
+    return reduce_queries(values, fill, per_query)
 
 
 class Ranked(NamedTuple):

@@ -47,6 +47,7 @@ import numpy as np
 from numba import njit
 
 from .._sort import order_desc
+from ..groups import sizes_to_qid
 
 TIES_INPUT = 0
 TIES_PESSIMISTIC = 1
@@ -267,6 +268,5 @@ def low_keys_first(keys, offsets, *arrays):
     score descending, then key ascending, then the original row order. A query's metric
     does not depend on the order of its rows otherwise.
     """
-    qid = np.repeat(np.arange(offsets.size - 1), np.diff(offsets))
-    rows = np.lexsort((keys, qid))
+    rows = np.lexsort((keys, sizes_to_qid(np.diff(offsets))))
     return tuple(a[rows] for a in arrays)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._common import NoRelevant, check_binary, check_binary_inputs, check_choice
-from ._common import ranked, reduce_queries, shared_doc
+from ._common import NoRelevant, binary_metric, check_binary, check_choice, shared_doc
 from ._ranking import chunk_bounds, chunk_count, count_above, cutoff, rank_top, scratch, tie_block
 
 __all__ = ["mean_average_precision"]
@@ -51,34 +50,21 @@ def _ap_kernel(labels, scores, kmax, longest, by_sort, average, offsets, k, thre
     for chunk in prange(chunk_count(out.size)):
         buffers = scratch(kmax, longest)
         for q in range(*chunk_bounds(chunk, out.size)):
-            lo, hi = offsets[q], offsets[q + 1]
-            out[q] = _ap_query(
-                labels, scores, lo, hi, k, threshold, by_r, fill, buffers, by_sort, average
-            )
+            out[q] = _ap_query(labels, scores, offsets[q], offsets[q + 1], k, threshold,
+                               by_r, fill, buffers, by_sort, average)
     return out
 
 
-def _check_options(
-    k, *, ties="input", no_relevant=1.0, denominator="min_rk", relevance_threshold=0.0
-):
+def _check_options(k, *, ties="input", no_relevant=1.0, denominator="min_rk", relevance_threshold=0.0):
     """Fail on a bad setting before any data is read."""
     by_r = check_choice(denominator, DENOMINATORS, "denominator") == 1
     return (*check_binary(k, ties, no_relevant, relevance_threshold), by_r)
 
 
-@shared_doc
-def mean_average_precision(
-    y_true,
-    y_pred,
-    group,
-    k: int | None = None,
-    *,
-    ties: str = "input",
-    no_relevant: NoRelevant = 1.0,
-    denominator: str = "min_rk",
-    relevance_threshold: float = 0.0,
-    per_query: bool = False,
-):
+@shared_doc("mean_average_precision", mean=0.625, per_query=[0.25, 1.0])
+def mean_average_precision(y_true, y_pred, group, k: int | None = None, *, ties: str = "input",
+                           no_relevant: NoRelevant = 1.0, denominator: str = "min_rk",
+                           relevance_threshold: float = 0.0, per_query: bool = False):
     r"""Mean average precision at ``k`` (MAP@k).
 
     A document is relevant when its label exceeds ``relevance_threshold``. For one query
@@ -95,14 +81,7 @@ def mean_average_precision(
 
     Parameters
     ----------
-    y_true : array-like of shape (n_rows,)
-        Labels, finite and non-negative (graded labels are fine: only the threshold matters).
-    %(scores_group_k)s
-    ties : {"input", "pessimistic", "average"}, default="input"
-        ``"input"``: stable, input row order (LightGBM, XGBoost). ``"pessimistic"``: lower
-        labels first within a tied block, so relevant documents go last. ``"average"``: the
-        exact expectation over all orders of every tied block (McSherry and Najork, 2008),
-        from the closed form in the comment of the kernel.
+    %(binary_inputs)s
     no_relevant : float or "exclude", default=1.0
         Value of a query with :math:`R = 0`: ``1.0`` (LightGBM, XGBoost's ``map@k``), ``0.0``
         (trec_eval, XGBoost's ``map@k-``), or ``"exclude"`` (left out of the mean; NaN with
@@ -113,15 +92,9 @@ def mean_average_precision(
         Relevant means ``label > relevance_threshold``. LightGBM tests ``label > 0.5``, which
         is the same for integer labels.
     %(per_query_returns)s
+
+    %(example)s
     """
-    k, tie_code, fill, threshold, by_r = _check_options(
-        k,
-        ties=ties,
-        no_relevant=no_relevant,
-        denominator=denominator,
-        relevance_threshold=relevance_threshold,
-    )
-    labels, scores, offsets = check_binary_inputs(y_true, y_pred, group)
-    rows = ranked(labels, scores, offsets, k, tie_code)
-    values = _ap_kernel(*rows, offsets, k, threshold, by_r, fill)
-    return reduce_queries(values, fill, per_query)
+    options = _check_options(k, ties=ties, no_relevant=no_relevant, denominator=denominator,
+                             relevance_threshold=relevance_threshold)
+    return binary_metric(_ap_kernel, y_true, y_pred, group, options, per_query)

@@ -49,8 +49,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-import numpy as np
-
+from ..engines import xgboost as xgboost_engine
 from .average_precision import _check_options as _map_options
 from .average_precision import mean_average_precision
 from .err import _check_options as _err_options
@@ -183,21 +182,14 @@ class EngineMetrics:
     def xgboost(self, preds, dmat) -> list[tuple[str, float]]:
         """``custom_metric`` for ``xgboost.train``: ``f(preds, dmat)``.
 
-        Groups come from ``dmat.get_uint_info("group_ptr")``, so they follow any re-ordering
-        XGBoost applied to the rows.
+        Groups come from the DMatrix's ``group_ptr`` (:func:`gbrank.engines.xgboost.group_sizes`),
+        so they follow any re-ordering XGBoost applied to the rows.
         """
-        group_ptr = np.asarray(dmat.get_uint_info("group_ptr"), dtype=np.int64)
-        if group_ptr.size < 2:
-            raise ValueError(
-                "the DMatrix has no query groups: build it with group= or qid= to evaluate "
-                "ranking metrics"
-            )
+        sizes = xgboost_engine.group_sizes(dmat, purpose="to evaluate ranking metrics")
         if dmat.get_weight().size:
             _warn_weights("XGBoost")
-        from ..engines.xgboost import maximize_early_stopping
-
-        maximize_early_stopping(self.names)
-        return self.evaluate(dmat.get_label(), preds, np.diff(group_ptr))
+        xgboost_engine.maximize_early_stopping(self.names)
+        return self.evaluate(dmat.get_label(), preds, sizes)
 
     def xgboost_early_stopping(
         self,
@@ -213,19 +205,8 @@ class EngineMetrics:
         Pass it in ``callbacks=`` of ``xgb.train`` together with ``custom_metric=self.xgboost``
         (and no ``early_stopping_rounds``). ``data_name`` defaults to the last eval set.
         """
-        try:
-            from xgboost.callback import EarlyStopping
-        except ImportError as exc:
-            raise ImportError(
-                "xgboost_early_stopping needs xgboost: pip install 'gbrank[xgboost]'"
-            ) from exc
-        return EarlyStopping(
-            rounds=rounds,
-            metric_name=self.names[0],
-            data_name=data_name,
-            maximize=True,
-            save_best=save_best,
-            min_delta=min_delta,
+        return xgboost_engine.early_stopping(
+            rounds, data_name=data_name, metric_name=self.names[0], save_best=save_best, min_delta=min_delta
         )
 
 
@@ -260,6 +241,15 @@ def make_metrics(
         For an unknown spec, a bad setting, or names that are not unique.
     TypeError
         For a convention that none of the listed metrics takes.
+
+    Examples
+    --------
+    >>> from gbrank.metrics import make_metrics
+    >>> metrics = make_metrics(["ndcg@3", "map@3"])
+    >>> metrics.names
+    ('gbrank-ndcg@3', 'gbrank-map@3')
+    >>> [(name, round(value, 4)) for name, value in metrics.evaluate([2, 0, 1, 0], [0.5, 1.0, -0.5, 0.2], [4])]
+    [('gbrank-ndcg@3', 0.5213), ('gbrank-map@3', 0.25)]
     """
     if isinstance(metrics, str):
         metrics = [metrics]

@@ -58,18 +58,9 @@ def _check_options(k, *, max_label=None, ties="input", no_relevant=1.0):
     )
 
 
-@shared_doc
-def err(
-    y_true,
-    y_pred,
-    group,
-    k: int | None = None,
-    *,
-    max_label: int | None = None,
-    ties: str = "input",
-    no_relevant: NoRelevant = 1.0,
-    per_query: bool = False,
-):
+@shared_doc("err", mean=0.3125, per_query=[0.375, 0.25])
+def err(y_true, y_pred, group, k: int | None = None, *, max_label: int | None = None, ties: str = "input",
+        no_relevant: NoRelevant = 1.0, per_query: bool = False):
     r"""Expected reciprocal rank at ``k`` (Chapelle, Metzler, Zhang and Grinspan, 2009).
 
     The user scans the ranking top-down and stops at rank :math:`r` with probability
@@ -103,6 +94,8 @@ def err(
         of the mean; NaN with ``per_query=True``; a mean over no query is NaN with a
         ``RuntimeWarning``).
     %(per_query_returns)s
+
+    %(example)s
     """
     k, tie_code, fill, max_label = _check_options(
         k, max_label=max_label, ties=ties, no_relevant=no_relevant

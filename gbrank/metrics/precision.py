@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._common import NoRelevant, check_binary, check_binary_inputs, check_choice
-from ._common import ranked, reduce_queries, shared_doc
+from ._common import NoRelevant, binary_metric, check_binary, check_choice, shared_doc
 from ._ranking import chunk_bounds, chunk_count, count_above, cutoff, rank_top, scratch, tie_block
 
 __all__ = ["precision_at_k"]
@@ -40,17 +39,13 @@ def _precision_query(
 
 
 @njit(parallel=True, cache=True)
-def _precision_kernel(
-    labels, scores, kmax, longest, by_sort, average, offsets, k, threshold, shrink, fill
-):
+def _precision_kernel(labels, scores, kmax, longest, by_sort, average, offsets, k, threshold, shrink, fill):
     out = np.empty(offsets.size - 1)
     for chunk in prange(chunk_count(out.size)):
         buffers = scratch(kmax, longest)
         for q in range(*chunk_bounds(chunk, out.size)):
-            lo, hi = offsets[q], offsets[q + 1]
-            out[q] = _precision_query(
-                labels, scores, lo, hi, k, threshold, shrink, fill, buffers, by_sort, average
-            )
+            out[q] = _precision_query(labels, scores, offsets[q], offsets[q + 1], k, threshold,
+                                      shrink, fill, buffers, by_sort, average)
     return out
 
 
@@ -60,19 +55,9 @@ def _check_options(k, *, ties="input", no_relevant=1.0, relevance_threshold=0.0,
     return (*check_binary(k, ties, no_relevant, relevance_threshold), shrink)
 
 
-@shared_doc
-def precision_at_k(
-    y_true,
-    y_pred,
-    group,
-    k: int | None = None,
-    *,
-    ties: str = "input",
-    no_relevant: NoRelevant = 1.0,
-    relevance_threshold: float = 0.0,
-    divide_by: str = "k",
-    per_query: bool = False,
-):
+@shared_doc("precision_at_k", mean=0.3333, per_query=[0.3333, 0.3333])
+def precision_at_k(y_true, y_pred, group, k: int | None = None, *, ties: str = "input", no_relevant: NoRelevant = 1.0,
+                   relevance_threshold: float = 0.0, divide_by: str = "k", per_query: bool = False):
     r"""Precision at ``k``: the fraction of relevant documents among the top ``k``.
 
     .. math::
@@ -82,17 +67,13 @@ def precision_at_k(
     with :math:`\mathrm{rel}_r = 1` when the label at rank :math:`r` exceeds
     ``relevance_threshold``, and :math:`K = k` (``divide_by="k"``, trec_eval and ranx: a short
     list counts its missing ranks as non-relevant) or :math:`K = \min(k, n)`
-    (``divide_by="min_kn"``, XGBoost's ``pre@k``). ``k=None`` gives :math:`K = n`.
+    (``divide_by="min_kn"``, XGBoost's ``pre@k``). ``k=None`` gives :math:`K = n`. With
+    ``ties="average"``, a tied block of :math:`m` documents, :math:`c` of them relevant, that
+    ``k`` cuts contributes :math:`c / m` per rank above the cut.
 
     Parameters
     ----------
-    y_true : array-like of shape (n_rows,)
-        Labels, finite and non-negative.
-    %(scores_group_k)s
-    ties : {"input", "pessimistic", "average"}, default="input"
-        ``"input"``: stable, input row order. ``"pessimistic"``: lower labels first within a
-        tied block. ``"average"``: exact expectation over the orders of every tied block (a
-        block cut by ``k`` contributes ``c / m`` per rank above the cut).
+    %(binary_inputs)s
     no_relevant : float or "exclude", default=1.0
         Value of a query without relevant documents: ``1.0`` (LightGBM's convention for its
         ranking metrics), ``0.0`` (trec_eval, XGBoost), or ``"exclude"`` (left out of the
@@ -103,15 +84,9 @@ def precision_at_k(
     divide_by : {"k", "min_kn"}, default="k"
         See the formula.
     %(per_query_returns)s
+
+    %(example)s
     """
-    k, tie_code, fill, threshold, shrink = _check_options(
-        k,
-        ties=ties,
-        no_relevant=no_relevant,
-        relevance_threshold=relevance_threshold,
-        divide_by=divide_by,
-    )
-    labels, scores, offsets = check_binary_inputs(y_true, y_pred, group)
-    rows = ranked(labels, scores, offsets, k, tie_code)
-    values = _precision_kernel(*rows, offsets, k, threshold, shrink, fill)
-    return reduce_queries(values, fill, per_query)
+    options = _check_options(k, ties=ties, no_relevant=no_relevant, relevance_threshold=relevance_threshold,
+                             divide_by=divide_by)
+    return binary_metric(_precision_kernel, y_true, y_pred, group, options, per_query)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._common import NoRelevant, check_binary, check_binary_inputs
-from ._common import ranked, reduce_queries, shared_doc
+from ._common import NoRelevant, binary_metric, check_binary, shared_doc
 from ._ranking import chunk_bounds, chunk_count, count_above, cutoff, rank_top, scratch, tie_block
 
 __all__ = ["mean_reciprocal_rank", "mrr"]
@@ -47,10 +46,8 @@ def _rr_kernel(labels, scores, kmax, longest, by_sort, average, offsets, k, thre
     for chunk in prange(chunk_count(out.size)):
         buffers = scratch(kmax, longest)
         for q in range(*chunk_bounds(chunk, out.size)):
-            lo, hi = offsets[q], offsets[q + 1]
-            out[q] = _rr_query(
-                labels, scores, lo, hi, k, threshold, fill, buffers, by_sort, average
-            )
+            out[q] = _rr_query(labels, scores, offsets[q], offsets[q + 1], k, threshold,
+                               fill, buffers, by_sort, average)
     return out
 
 
@@ -59,18 +56,9 @@ def _check_options(k, *, ties="input", no_relevant=1.0, relevance_threshold=0.0)
     return check_binary(k, ties, no_relevant, relevance_threshold)
 
 
-@shared_doc
-def mean_reciprocal_rank(
-    y_true,
-    y_pred,
-    group,
-    k: int | None = None,
-    *,
-    ties: str = "input",
-    no_relevant: NoRelevant = 1.0,
-    relevance_threshold: float = 0.0,
-    per_query: bool = False,
-):
+@shared_doc("mean_reciprocal_rank", mean=0.75, per_query=[0.5, 1.0])
+def mean_reciprocal_rank(y_true, y_pred, group, k: int | None = None, *, ties: str = "input",
+                         no_relevant: NoRelevant = 1.0, relevance_threshold: float = 0.0, per_query: bool = False):
     r"""Mean reciprocal rank at ``k`` (MRR@k).
 
     For one query ranked by descending score, with :math:`r^*` the rank of the first
@@ -84,12 +72,7 @@ def mean_reciprocal_rank(
 
     Parameters
     ----------
-    y_true : array-like of shape (n_rows,)
-        Labels, finite and non-negative.
-    %(scores_group_k)s
-    ties : {"input", "pessimistic", "average"}, default="input"
-        ``"input"``: stable, input row order. ``"pessimistic"``: lower labels first within a
-        tied block. ``"average"``: the exact expectation over all orders of every tied block.
+    %(binary_inputs)s
     no_relevant : float or "exclude", default=1.0
         Value of a query without relevant documents: ``1.0`` (LightGBM's convention for its
         ranking metrics), ``0.0`` (trec_eval), or ``"exclude"`` (left out of the mean; NaN
@@ -97,14 +80,11 @@ def mean_reciprocal_rank(
     relevance_threshold : float, default=0.0
         Relevant means ``label > relevance_threshold``.
     %(per_query_returns)s
+
+    %(example)s
     """
-    k, tie_code, fill, threshold = _check_options(
-        k, ties=ties, no_relevant=no_relevant, relevance_threshold=relevance_threshold
-    )
-    labels, scores, offsets = check_binary_inputs(y_true, y_pred, group)
-    rows = ranked(labels, scores, offsets, k, tie_code)
-    values = _rr_kernel(*rows, offsets, k, threshold, fill)
-    return reduce_queries(values, fill, per_query)
+    options = _check_options(k, ties=ties, no_relevant=no_relevant, relevance_threshold=relevance_threshold)
+    return binary_metric(_rr_kernel, y_true, y_pred, group, options, per_query)
 
 
 mrr = mean_reciprocal_rank

@@ -24,8 +24,10 @@ a pickle say is what the object computes. Only the private per-dataset cache cha
 
 from __future__ import annotations
 
+import copy
 import functools
 import threading
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -41,6 +43,8 @@ from ..groups import check_group
 # its threading layer at the first parallel compile
 configure_threading()
 
+# states of training sets given as plain arrays (grad_hess, LGBMRanker without its Dataset):
+# the most recent few, matched on their values; engine data keep theirs per live object
 _CACHE_SIZE = 4
 
 
@@ -73,8 +77,8 @@ def _engine_of(obj: Any) -> str | None:
     return _engines.engine_of(obj)
 
 
-# the private per-dataset cache and its lock: the only attributes that change after construction
-_MUTABLE = frozenset({"_cache", "_lock"})
+# the private per-dataset caches and their lock: the only attributes that change after construction
+_MUTABLE = frozenset({"_cache", "_owned", "_lock"})
 
 
 def _frozen_value(value: Any) -> Any:
@@ -166,6 +170,7 @@ class RankingObjective:
         self.hess_scale = check_float("hess_scale", hess_scale, min=0.0, strict=True)
         self._lock = threading.Lock()
         self._cache: list[tuple[tuple[np.ndarray, ...], Any]] = []
+        self._owned: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     # ----------------------------------------------------------------- subclass hooks
     def _prepare(self, labels: np.ndarray, offsets: np.ndarray) -> Any:
@@ -214,15 +219,7 @@ class RankingObjective:
         -------
         grad, hess : ndarray of float64, shape (n_rows,)
         """
-        labels = np.asarray(y_true)
-        if labels.ndim != 1:
-            raise ValueError(f"y_true must be one-dimensional, got shape {labels.shape}")
-        n = labels.shape[0]
-        offsets = check_group(group, n)
-        state = self._state(labels, offsets)
-        scores = check_scores(y_pred, n, offsets)
-        weights = check_weights(weight, n, offsets)
-        return self._finish(state, scores, weights)
+        return self._gradients(y_true, y_pred, group, weight)
 
     def loss(self, y_true, y_pred, group) -> float:
         """Sum over queries of the per-query loss (sample weights do not enter)."""
@@ -239,28 +236,49 @@ class RankingObjective:
 
         Engine data is read by :func:`gbrank.engines.read`, which also refuses what the
         engine would get wrong with a custom objective (``bagging_by_query``, an
-        ``lgb.cv`` fold that cuts queries).
+        ``lgb.cv`` fold that cuts queries). The per-dataset state belongs to the engine's
+        training set while it lives (``LGBMRanker``'s too), so any number of them (the folds
+        of ``xgb.cv`` or ``lgb.cv``) each keep their own.
         """
         if _engine_of(y_pred) is None:
-            if group is not None:
-                _engines.lightgbm.check_caller()
-            return self.grad_hess(y_true, y_pred, group, weight)
-        return self._xgboost(y_true, y_pred)
+            owner = None if group is None else _engines.lightgbm.check_caller()
+            return self._gradients(y_true, y_pred, group, weight, owner=owner)
+        return self._from_engine(y_true, y_pred)
 
     # ----------------------------------------------------------------- internals
-    def _xgboost(self, preds, data):
-        """Gradients for an engine's ``(preds, data)`` call (a Dataset or any DMatrix)."""
-        if getattr(self, "uses_position", False):
-            raise ValueError(
-                f"{self!r} reads the displayed positions, which engine data do not carry (XGBoost "
-                "has no position field; LightGBM keeps only ids of the distinct positions): "
-                "pass gbrank.engines.with_position(objective, position) as the objective, or "
-                "gbrank.Ranker(...).fit(..., position=)"
-            )
-        fields = _engines.read(data)
+    def _from_engine(self, preds, data, position=None):
+        """Gradients for an engine's ``(preds, data)`` call (a Dataset or any DMatrix);
+        ``position`` bound by :func:`gbrank.engines.with_position`, else read from ``data``."""
+        fields = _engines.read(data, position=position is None and self._reads_position())
+        if position is None:
+            position = fields.position
         # the kernels run on the engine's OpenMP threads, awake after its last loop
         with engine_threads(_engine_of(data)):
-            return self.grad_hess(fields.labels, preds, fields.sizes, fields.weights)
+            return self._gradients(fields.labels, preds, fields.sizes, fields.weights, owner=data,
+                                   position=position, statistics=fields.statistics)
+
+    def _reads_position(self) -> bool:
+        """Whether the gradients need the displayed positions (``uses_position``)."""
+        return bool(getattr(self, "uses_position", False))
+
+    def _gradients(self, y_true, y_pred, group, weight=None, *, owner=None, position=None, statistics=None):
+        """``grad_hess`` with the state kept for ``owner`` (an engine's training set), with
+        the training set's global ``statistics`` (:class:`gbrank.engines.Statistics`).
+
+        An objective of another package that reads positions (``uses_position = True``)
+        takes them as ``grad_hess(..., position=)``.
+        """
+        if position is not None:
+            return self.grad_hess(y_true, y_pred, group, weight, position=position)
+        labels = np.asarray(y_true)
+        if labels.ndim != 1:
+            raise ValueError(f"y_true must be one-dimensional, got shape {labels.shape}")
+        n = labels.shape[0]
+        offsets = check_group(group, n)
+        state = self._state(labels, offsets, owner=owner, statistics=statistics)
+        scores = check_scores(y_pred, n, offsets)
+        weights = check_weights(weight, n, offsets)
+        return self._finish(state, scores, weights)
 
     def _state(
         self,
@@ -268,25 +286,48 @@ class RankingObjective:
         offsets: np.ndarray,
         extra: np.ndarray | None = None,
         prepare: Callable[[], Any] | None = None,
+        *,
+        owner: Any = None,
+        statistics: Any = None,
     ) -> Any:
-        """Cached per-dataset state, matched on the labels', offsets' (and ``extra``'s) values.
+        """Per-dataset state: kept for ``owner`` (an engine's training set, weakly: it goes
+        with the training set) or, without one, among the few latest of plain arrays;
+        matched on the labels', offsets' (and ``extra``'s) values either way.
 
         ``prepare`` computes the state on a miss (default: check the labels, then
-        ``_prepare``); ``extra`` is one more array the state depends on (e.g. positions).
-        Arrays match when they have the same dtype, shape and bytes.
+        ``_prepare``); ``extra`` is one more array the state depends on (e.g. positions);
+        ``statistics`` the global statistics of the training data it is computed with
+        (:class:`gbrank.engines.Statistics`). Arrays match when they have the same dtype,
+        shape and bytes.
         """
         key = tuple(_key_array(a) for a in (labels, offsets, extra) if a is not None)
+        if statistics is not None:
+            key += (statistics.key(),)
+
+        def matches(cached_key):
+            return len(cached_key) == len(key) and all(map(_same_array, cached_key, key))
+
         with self._lock:
-            for cached_key, state in self._cache:
-                if len(cached_key) == len(key) and all(map(_same_array, cached_key, key)):
-                    return state
-        if prepare is None:
-            state = self._prepare(self._label_check(labels, offsets), offsets)
-        else:
-            state = prepare()
+            if owner is not None:
+                entry = self._owned.get(owner)
+                if entry is not None and matches(entry[0]):
+                    return entry[1]
+            else:
+                for cached_key, state in self._cache:
+                    if matches(cached_key):
+                        return state
+        with _engines.statistics.given(statistics):
+            if prepare is None:
+                state = self._prepare(self._label_check(labels, offsets), offsets)
+            else:
+                state = prepare()
         with self._lock:
-            self._cache.insert(0, (tuple(a.copy() for a in key), state))
-            del self._cache[_CACHE_SIZE:]
+            entry = (tuple(a.copy() for a in key), state)
+            if owner is not None:
+                self._owned[owner] = entry
+            else:
+                self._cache.insert(0, entry)
+                del self._cache[_CACHE_SIZE:]
         return state
 
     def _finish(self, state, scores, weights):
@@ -324,10 +365,24 @@ class RankingObjective:
                 f"instead, e.g. {example}"
             )
 
+    def __deepcopy__(self, memo):
+        # lgb.train and lgb.cv deep-copy their params before they construct the training set,
+        # after which LightGBM keeps only ids of its positions: the one moment to read them
+        if self._reads_position():
+            _engines.positions.remember_training_set()
+        clone = type(self).__new__(type(self))
+        clone.__setstate__(self._copied_state(memo))
+        return clone
+
+    def _copied_state(self, memo) -> dict:
+        """The state a deep copy starts from: a deep copy of the pickled state."""
+        return copy.deepcopy(self.__getstate__(), memo)
+
     def __getstate__(self):
         state = self.__dict__.copy()
         del state["_lock"]
         state["_cache"] = []
+        del state["_owned"]
         return state
 
     def __setstate__(self, state):
@@ -335,6 +390,7 @@ class RankingObjective:
         _read_only(self.__dict__)
         self.__dict__.setdefault("_settings", _settings(self.__dict__))
         self._lock = threading.Lock()
+        self._owned = weakref.WeakKeyDictionary()
 
     def __repr__(self) -> str:
         args = ", ".join(f"{key}={value!r}" for key, value in self._params().items())

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..gains import Discount, Gain, discount_values, gain_values
+from ..groups import sizes_to_qid
 
 
 @dataclass(frozen=True)
@@ -49,8 +50,7 @@ class LabelOrder:
 def label_order(labels: np.ndarray, offsets: np.ndarray) -> LabelOrder:
     """Sort every query by label, descending and stable, and find its tied blocks."""
     n = labels.shape[0]
-    sizes = np.diff(offsets)
-    qid = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
+    qid = sizes_to_qid(np.diff(offsets))
     order = np.lexsort((-labels, qid)).astype(np.int64)
     sorted_labels = labels[order]
     position = np.arange(n, dtype=np.int64) - offsets[qid] + 1
@@ -61,6 +61,19 @@ def label_order(labels: np.ndarray, offsets: np.ndarray) -> LabelOrder:
     block_start = starts[block_id].astype(np.int64)
     block_end = np.append(starts[1:], n)[block_id].astype(np.int64)
     return LabelOrder(qid, order, sorted_labels, position, block_start, block_end)
+
+
+def ideal_dcg(blocks: LabelOrder, table: np.ndarray, n_queries: int, k: int | None = None) -> np.ndarray:
+    """Per query, the DCG of its ideal ranking, :math:`Z = \\sum_{r \\le k} G_{(r)} D(r)`.
+
+    ``blocks`` is the :func:`label_order` of the gains themselves (so that it sorts them
+    decreasingly whatever the gain function), ``table`` the discount of positions
+    ``1 .. longest query``; ``k=None`` sums every position.
+    """
+    terms = blocks.sorted_labels * table[blocks.position - 1]
+    if k is not None:
+        terms = np.where(blocks.position <= k, terms, 0.0)
+    return np.bincount(blocks.qid, weights=terms, minlength=n_queries)
 
 
 def ndcg_weights(sorted_labels: np.ndarray, rank: np.ndarray, gain: Gain, discount: Discount, cutoff: int | None) -> np.ndarray:

@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 from numba import njit, prange
 
+from .._docstrings import fill_doc, objective_example
 from .listnet import _top1
 from .propensity import ClickObjective, click_doc
 
@@ -94,6 +95,10 @@ class IPSListNet(ClickObjective):
 
 
 @click_doc
+@fill_doc(example=objective_example(
+    "gbrank.ips_listnet(propensity=None)  # labels: clicks / propensity",
+    loss=4.9712, gradient=[-1.2016, 1.3164, -0.7063, 0.5915],
+))
 def ips_listnet(
     propensity: Any = "estimate",
     *,
@@ -130,6 +135,8 @@ def ips_listnet(
     Notes
     -----
     {click_notes}
+
+    %(example)s
     """
     return IPSListNet(
         propensity, clip=clip, warmup=warmup, update_every=update_every, hess_floor=hess_floor, hess_scale=hess_scale

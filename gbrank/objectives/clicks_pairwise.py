@@ -53,6 +53,7 @@ from typing import Any
 
 import numpy as np
 
+from .._docstrings import fill_doc, objective_example
 from .._validation import check_choice, check_float, check_scores
 from ..gains import discount_values
 from ._pairwise import PairSettings
@@ -110,6 +111,10 @@ class IPSRankNet(ClickObjective):
 
 
 @click_doc
+@fill_doc(example=objective_example(
+    "gbrank.ips_ranknet(propensity=None)  # labels: clicks / propensity",
+    loss=11.2548, gradient=[-2.7452, 2.9755, -2.4222, 2.1919],
+))
 def ips_ranknet(
     propensity: Any = "estimate",
     *,
@@ -155,6 +160,8 @@ def ips_ranknet(
     Notes
     -----
     {click_notes} The cost is :math:`O(n^2)` per query, :math:`n` its shown rows.
+
+    %(example)s
     """
     return IPSRankNet(
         propensity, weighting=weighting, sigma=sigma, clip=clip, warmup=warmup, update_every=update_every,

@@ -76,6 +76,7 @@ import numpy as np
 from numba import njit, prange
 
 from .._deprecation import legacy_arguments
+from .._docstrings import fill_doc, objective_example
 from .._validation import check_float
 from ._base import RankingObjective
 from ._targets import Target, check_target, check_target_labels, target_scores
@@ -181,6 +182,7 @@ class Cosine(RankingObjective):
 
 
 @legacy_arguments(positional=("target_k", "target"), renamed={"k": "target_k"})
+@fill_doc(example=objective_example("gbrank.cosine()", loss=0.4328, gradient=[-0.1955, 0.0121, -0.0732, 0.0024]))
 def cosine(
     *, target: Target = "exp2", target_k: int | None = None, eps: float = 1.0, ignore_all_equal: bool = True,
     hess_floor: float = 1e-6, hess_scale: float = 1.0,
@@ -227,5 +229,7 @@ def cosine(
     The gradient is exact; the hessian is the positive surrogate :math:`1/(2N^2)`, which
     bounds the exact diagonal's magnitude within a factor of six. The loss is not invariant
     to shifting a query's scores. Sample weights multiply each row's gradient and hessian.
+
+    %(example)s
     """
     return Cosine(**locals())

@@ -85,9 +85,12 @@ from typing import Any
 
 import numpy as np
 
+from .._docstrings import fill_doc, objective_example
 from .._validation import check_choice, check_float, check_int, check_labels
+from ..engines.statistics import label_max
 from ..gains import EXP2_MAX_LABEL, Discount, Gain, discount_values, gain_values
-from ..groups import varies_per_query
+from ..groups import sizes_to_qid, varies_per_query
+from ._label_order import ideal_dcg, label_order
 from ._pairwise import PairSettings, PairwiseObjective
 
 __all__ = ["LambdaLoss", "LambdaObjective", "LambdaRank", "lambdaloss", "lambdarank"]
@@ -100,17 +103,6 @@ LAMBDALOSS_WEIGHTINGS = {
     "ndcg_loss2pp": "ndcg_loss2pp",
     "ndcg_loss2++": "ndcg_loss2pp",
 }
-
-
-def _ideal_dcg(gains, offsets, table, k):
-    """Per-query DCG of the gains sorted decreasingly, over the first ``k`` positions (None: all)."""
-    sizes = np.diff(offsets)
-    qid = np.repeat(np.arange(sizes.size), sizes)
-    order = np.lexsort((-gains, qid))
-    position = np.arange(gains.size) - offsets[qid]
-    kept = position < (sizes[qid] if k is None else k)
-    contribution = np.where(kept, gains[order] * table[np.minimum(position, table.size - 1)], 0.0)
-    return np.bincount(qid, weights=contribution, minlength=sizes.size)
 
 
 class LambdaObjective(PairwiseObjective):
@@ -129,7 +121,7 @@ class LambdaObjective(PairwiseObjective):
         longest = int(np.diff(offsets).max(initial=1))
         table = discount_values(longest, self.discount)
         depth = k if k is not None else self.truncation
-        ideal = _ideal_dcg(gains, offsets, table, depth)
+        ideal = ideal_dcg(label_order(gains, offsets), table, offsets.size - 1, depth)
         if k is not None:
             table[k:] = 0.0
         with np.errstate(divide="ignore"):
@@ -181,13 +173,13 @@ class LambdaRank(LambdaObjective):
             gains, table, inv = self._ndcg_inputs(labels, offsets, self.k)
             return gains, table, inv, None
         if self.measure == "err":
-            top = int(labels.max(initial=0)) if self.max_label is None else self.max_label
+            # the whole training data's maximum, also where these rows are a part of it
+            top = int(label_max(labels)) if self.max_label is None else self.max_label
             return (np.exp2(labels) - 1.0) / 2.0**top, None, None, None
         relevant = (labels > self.relevance_threshold).astype(np.float64)
         inv = None
         if self.measure == "map":
-            sizes = np.diff(offsets)
-            count = np.bincount(np.repeat(np.arange(sizes.size), sizes), weights=relevant, minlength=sizes.size)
+            count = np.bincount(sizes_to_qid(np.diff(offsets)), weights=relevant, minlength=offsets.size - 1)
             denominator = count if self.k is None else np.minimum(count, self.k)
             with np.errstate(divide="ignore"):
                 inv = np.where(denominator > 0, 1.0 / denominator, 0.0)
@@ -231,22 +223,33 @@ class LambdaLoss(LambdaObjective):
         return gains, table, inv, None
 
 
-_GAIN_DOC = """gain : {"exp2", "linear"} or array, default="exp2"
-        The gain :math:`G`, as in :mod:`gbrank.gains`: ``"exp2"`` (:math:`2^l - 1`, LightGBM's
-        ``label_gain``) needs integer labels <= 31; ``"linear"`` takes any label >= 0.
-    discount : {"log2", "zipf"}, float, array or callable, default="log2"
-        The discount :math:`D`, as in :mod:`gbrank.gains`.
-    truncation : int or None
-        Keep only the pairs with a member among the first ``truncation`` positions of the
-        current ranking (LightGBM's ``lambdarank_truncation_level``); None keeps every pair.
-        The ideal DCG :math:`Z` is taken at this depth (at ``k`` when given)."""
+def _gain_doc(ideal_depth: str) -> str:
+    """The gain, discount and truncation parameters; ``ideal_depth`` says where the ideal DCG
+    is cut (LambdaRank also has a cut-off ``k``, LambdaLoss has none)."""
+    return f"""
+        gain : {{"exp2", "linear"}} or array, default="exp2"
+            The gain :math:`G`, as in :mod:`gbrank.gains`: ``"exp2"`` (:math:`2^l - 1`, LightGBM's
+            ``label_gain``) needs integer labels <= 31; ``"linear"`` takes any label >= 0.
+        discount : {{"log2", "zipf"}}, float, array or callable, default="log2"
+            The discount :math:`D`, as in :mod:`gbrank.gains`.
+        truncation : int or None
+            Keep only the pairs with a member among the first ``truncation`` positions of the
+            current ranking (LightGBM's ``lambdarank_truncation_level``); None keeps every pair.
+            The ideal DCG :math:`Z` is taken at {ideal_depth}.
+    """
 
-_COMMON_TAIL = """sigma : float, default=1.0
+
+_SIGMA_DOC = """
+    sigma : float, default=1.0
         Slope :math:`\\sigma` of the logistic (LightGBM's ``sigmoid``).
     hess_scale : float, default=1.0
-        Factor on every row's hessian."""
+        Factor on every row's hessian.
+"""
 
 
+@fill_doc(gain=_gain_doc("this depth (at ``k`` when given)"), sigma=_SIGMA_DOC, example=objective_example(
+    "gbrank.lambdarank()", loss=0.9382, gradient=[-0.5077, 0.4219, -0.0678, 0.1537],
+))
 def lambdarank(
     measure: str = "ndcg",
     *,
@@ -280,8 +283,8 @@ def lambdarank(
         Cut-off of the measure (NDCG@k: discount 0 past rank ``k``, ideal DCG at ``k``;
         MAP@k, MRR@k, ERR@k). None: the whole list (NDCG's ideal DCG at ``truncation``, as
         LightGBM).
-    {gain}
-    {sigma}
+    %(gain)s
+    %(sigma)s
     norm : bool, default=True
         LightGBM's ``lambdarank_norm``: weights divided by :math:`0.01 + |s_i - s_j|` and each
         query rescaled by :math:`\log_2(1 + S)/S`.
@@ -299,6 +302,8 @@ def lambdarank(
     Tied scores are ranked in input row order (LightGBM's stable sort), which decides the
     pairs and weights at the first iteration, where all scores are equal. Sample weights
     multiply each row's gradient and hessian.
+
+    %(example)s
     """
     return LambdaRank(
         measure, k=k, gain=gain, discount=discount, truncation=truncation, sigma=sigma, norm=norm,
@@ -306,6 +311,9 @@ def lambdarank(
     )
 
 
+@fill_doc(gain=_gain_doc("this depth"), sigma=_SIGMA_DOC, example=objective_example(
+    "gbrank.lambdaloss()", loss=10.1166, gradient=[-5.2735, 3.4224, -1.0858, 2.9369],
+))
 def lambdaloss(
     weighting: str = "ndcg_loss2pp",
     *,
@@ -334,8 +342,8 @@ def lambdaloss(
         LambdaRank's weights.
     mu : float, default=10.0
         NDCG-Loss2++'s weight :math:`\mu` of the NDCG-Loss2 term (allRank's default).
-    {gain}
-    {sigma}
+    %(gain)s
+    %(sigma)s
     norm : bool, default=False
         Apply LightGBM's ``lambdarank_norm`` (see :func:`lambdarank`); the paper has none.
     hess_floor : float, default=1e-6
@@ -346,13 +354,10 @@ def lambdaloss(
     The loss is the paper's sum over pairs, normalised by the ideal DCG of each query. Tied
     scores are ranked in input row order. Sample weights multiply each row's gradient and
     hessian.
+
+    %(example)s
     """
     return LambdaLoss(
         weighting, mu=mu, gain=gain, discount=discount, truncation=truncation, sigma=sigma, norm=norm,
         hess_floor=hess_floor, hess_scale=hess_scale,
     )
-
-
-for _func in (lambdarank, lambdaloss):
-    _func.__doc__ = _func.__doc__.replace("{gain}", _GAIN_DOC).replace("{sigma}", _COMMON_TAIL)
-del _func

@@ -98,6 +98,7 @@ import numpy as np
 from numba import njit
 
 from .._deprecation import legacy_arguments
+from .._docstrings import fill_doc, objective_example
 from .._parallel import over_queries
 from .._validation import check_int
 from ._base import RankingObjective
@@ -458,6 +459,7 @@ class ListNet(RankingObjective):
 
 
 @legacy_arguments(positional=("k", "target"))
+@fill_doc(example=objective_example("gbrank.listnet()", loss=1.4253, gradient=[-0.5436, 0.3985, -0.0117, 0.1568]))
 def listnet(
     *,
     k: int = 1,
@@ -518,5 +520,7 @@ def listnet(
     The hessian is the exact diagonal for ``k <= 2`` and for enumerated queries, and an
     unbiased, non-negative estimate of it for sampled ones. Sample weights multiply each
     row's gradient and hessian.
+
+    %(example)s
     """
     return ListNet(**locals())

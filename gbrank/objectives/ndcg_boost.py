@@ -67,11 +67,12 @@ from typing import Any
 import numpy as np
 from numba import njit, prange
 
+from .._docstrings import fill_doc, objective_example
 from .._validation import InvalidParameterError, check_labels, check_scores
 from ..gains import Gain, discount_values, gain_values
 from ..groups import check_group
 from ._base import RankingObjective
-from ._label_order import label_order
+from ._label_order import ideal_dcg, label_order
 
 __all__ = ["NDCGBoostObjective", "NDCGBoostState", "document_weights", "ndcg_boost", "prepare_queries"]
 
@@ -115,8 +116,7 @@ def prepare_queries(gains: np.ndarray, offsets: np.ndarray) -> NDCGBoostState:
     # the label order of the gains: sorted decreasingly (stable) with their tied blocks
     blocks = label_order(gains, offsets)
     sorted_gain = blocks.sorted_labels
-    disc = discount_values(int(blocks.position.max(initial=0)), "log2")
-    z = np.bincount(blocks.qid, weights=sorted_gain * disc[blocks.position - 1], minlength=n_queries)
+    z = ideal_dcg(blocks, discount_values(int(blocks.position.max(initial=0)), "log2"), n_queries)
     with np.errstate(divide="ignore"):
         inv_z = np.where(z > 0.0, 1.0 / z, 0.0)
     first = np.flatnonzero(blocks.block_start == np.arange(gains.shape[0]))
@@ -320,6 +320,7 @@ class NDCGBoostObjective(RankingObjective):
         return {"gain": gain, **super()._params()}
 
 
+@fill_doc(example=objective_example("gbrank.ndcg_boost()", loss=1.7211, gradient=[-0.8186, 0.3498, 0.0034, 0.4655]))
 def ndcg_boost(*, gain: Gain = "exp2", hess_floor: float = 1e-6, hess_scale: float = 1.0) -> NDCGBoostObjective:
     """NDCG_Boost's relaxation of NDCG (Valizadegan et al. 2009, eq. 11) as an objective.
 
@@ -357,9 +358,8 @@ def ndcg_boost(*, gain: Gain = "exp2", hess_floor: float = 1e-6, hess_scale: flo
     Queries without a relevant document (``Z_q = 0``) and single-document queries get zero
     gradient. Sample weights multiply each row's gradient and hessian.
 
-    Examples
-    --------
-    >>> import lightgbm as lgb, gbrank
+    %(example)s
+    >>> import lightgbm as lgb
     >>> booster = lgb.train({"objective": gbrank.ndcg_boost(), "metric": "None"}, dtrain)  # doctest: +SKIP
     """
     return NDCGBoostObjective(gain=gain, hess_floor=hess_floor, hess_scale=hess_scale)

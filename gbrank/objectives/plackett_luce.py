@@ -38,6 +38,7 @@ import numpy as np
 from numba import njit, prange
 
 from .._deprecation import legacy_arguments
+from .._docstrings import fill_doc, objective_example
 from .._parallel import over_queries
 from .._sort import order_desc
 from .._validation import check_choice, check_int
@@ -371,11 +372,6 @@ _COMMON_DOC = """
 """
 
 
-def _with_common_doc(func):
-    func.__doc__ = func.__doc__.replace("    {common}\n", _COMMON_DOC.strip("\n") + "\n")
-    return func
-
-
 def _uniform_weights(sorted_labels, position, best_rank, offsets):
     return np.ones(sorted_labels.shape[0])
 
@@ -407,7 +403,9 @@ def _common(settings: dict[str, Any]) -> dict[str, Any]:
     return {key: settings[key] for key in ("ties", "seed", "ignore_all_equal", "hess_floor", "hess_scale")}
 
 
-@_with_common_doc
+@fill_doc(common=_COMMON_DOC, example=objective_example(
+    "gbrank.plackett_luce([1.0, 0.5])", loss=2.3309, gradient=[-0.7339, 0.7378, -0.3354, 0.3315],
+))
 def plackett_luce(
     position_weights: PositionWeights, *, ties: Ties = "random", seed: int = 0, ignore_all_equal: bool = True,
     hess_floor: float = 1e-6, hess_scale: float = 1.0,
@@ -424,7 +422,9 @@ def plackett_luce(
         An array ``w`` gives weight ``w[i - 1]`` to position ``i`` of the label-sorted list
         (positions past its end get 0), or a callable receiving one query's labels sorted in
         descending order and returning one non-negative weight per position.
-    {common}
+    %(common)s
+
+    %(example)s
     """
     if callable(position_weights):
         weight_fn = partial(_callable_weights, position_weights)
@@ -436,7 +436,9 @@ def plackett_luce(
     return PlackettLuce(weight_fn, {"position_weights": position_weights}, "plackett_luce", **_common(locals()))
 
 
-@_with_common_doc
+@fill_doc(common=_COMMON_DOC, example=objective_example(
+    "gbrank.listmle()", loss=4.5091, gradient=[-0.7339, 1.7267, -0.7687, -0.2241],
+))
 def listmle(
     *, ties: Ties = "random", seed: int = 0, ignore_all_equal: bool = True, hess_floor: float = 1e-6,
     hess_scale: float = 1.0,
@@ -449,13 +451,17 @@ def listmle(
 
     Parameters
     ----------
-    {common}
+    %(common)s
+
+    %(example)s
     """
     return PlackettLuce(_uniform_weights, {}, "listmle", **_common(locals()))
 
 
 @legacy_arguments(positional=("k",))
-@_with_common_doc
+@fill_doc(common=_COMMON_DOC, example=objective_example(
+    "gbrank.listmle_topk(k=2)", loss=3.338, gradient=[-0.7339, 1.0367, -0.7687, 0.4658],
+))
 def listmle_topk(
     *, k: int = 10, ties: Ties = "random", seed: int = 0, ignore_all_equal: bool = True, hess_floor: float = 1e-6,
     hess_scale: float = 1.0,
@@ -473,14 +479,18 @@ def listmle_topk(
     ----------
     k : int, default=10
         Number of top positions in the likelihood.
-    {common}
+    %(common)s
+
+    %(example)s
     """
     k = check_int("k", k, min=1)
     return PlackettLuce(partial(_topk_weights, k), {"k": k}, "listmle_topk", **_common(locals()))
 
 
 @legacy_arguments(positional=("gain", "discount", "k", "discount_at"), renamed={"cutoff": "k"})
-@_with_common_doc
+@fill_doc(common=_COMMON_DOC, example=objective_example(
+    "gbrank.wlistmle()", loss=5.2421, gradient=[-2.2016, 1.6936, -0.253, 0.761],
+))
 def wlistmle(
     *, gain: Gain = "exp2", discount: Discount = "log2", k: int | None = None,
     discount_at: Literal["rank", "best_rank"] = "rank", ties: Ties = "random", seed: int = 0,
@@ -511,7 +521,9 @@ def wlistmle(
         ``"rank"`` discounts position :math:`i` by :math:`D(i)` (the paper's W-ListMLE);
         ``"best_rank"`` by :math:`D(1 + \sum_{k > l} n_k)`, the best position a document
         of label :math:`l` can hold (the weight of the paper's W-RankNet).
-    {common}
+    %(common)s
+
+    %(example)s
     """
     k = check_int("k", k, min=1, optional=True)
     discount_at = check_choice("discount_at", discount_at, ("rank", "best_rank"))

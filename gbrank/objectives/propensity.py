@@ -6,13 +6,12 @@ the estimate exposed after training are this module's :class:`ClickObjective`.
 
 Positions
 ---------
-Positions are 1-based (1 = top); -1 marks a document never shown, which must have no
-clicks and takes no part in the loss. They come from ``grad_hess(..., position=...)``; from a
-LightGBM Dataset built with ``position=``; or, for XGBoost, from the row order within each
-query (XGBoost's own convention for ``lambdarank_unbiased``: the rows of a query are in
-display order). LightGBM replaces the positions by ids numbered in order of first appearance
-when it constructs the Dataset; they are the positions minus one exactly when every query's
-rows are in display order (positions 1, 2, 3, ...), which the objectives check.
+Positions are 1-based (1 = top, any value: a second results page holds 11..20); -1 marks a
+document never shown, which must have no clicks and takes no part in the loss. They come
+from ``grad_hess(..., position=...)``, ``gbrank.Ranker.fit(position=)``,
+:func:`gbrank.engines.with_position`, a LightGBM ``Dataset(position=)`` (as given, whatever
+the row order) or a position column in :mod:`gbrank.dask`; the engine layer reads them
+(:mod:`gbrank.engines.positions`, which also says what XGBoost without positions does).
 
 Inverse-propensity weights and clipping
 ---------------------------------------
@@ -65,7 +64,8 @@ import numpy as np
 
 from .. import engines as _engines
 from .._validation import check_float, check_int, check_scores, check_weights
-from ..groups import check_group, sizes_to_offsets, varies_per_query
+from ..engines.statistics import sum_over_workers
+from ..groups import check_group, varies_per_query
 from ._base import RankingObjective
 
 __all__ = ["ClickObjective", "check_positions", "estimate_propensity"]
@@ -78,29 +78,12 @@ def _first_bad(mask, offsets):
 
 
 def check_positions(position, clicks, offsets, n_known: int | None) -> np.ndarray:
-    """Return positions as int64, refusing non-integers, 0, values below -1, values past the
-    known propensities and clicks on rows never shown, naming the row and its query."""
-    pos = np.asarray(position)
-    n = clicks.shape[0]
-    if pos.shape != (n,):
-        raise ValueError(f"position has shape {pos.shape} but there are {n} rows")
-    if pos.dtype.kind == "f":
-        frac = ~np.isfinite(pos) | (pos != np.floor(pos))
-        if frac.any():
-            row, q = _first_bad(frac, offsets)
-            raise ValueError(f"position[{row}] = {float(pos[row])!r} (query {q}) is not an integer")
-    elif pos.dtype.kind not in "iu":
-        raise TypeError(f"position must hold integers, got dtype {pos.dtype}")
-    pos = pos.astype(np.int64)
-    if n == 0:
+    """Return positions as int64 (:func:`gbrank.engines.positions.check`), also refusing
+    values past the known propensities and clicks on rows never shown, naming the row and
+    its query."""
+    pos = _engines.positions.check(position, clicks.shape[0], offsets)
+    if pos.size == 0:
         return pos
-    bad = (pos == 0) | (pos < -1)
-    if bad.any():
-        row, q = _first_bad(bad, offsets)
-        raise ValueError(
-            f"position[{row}] = {pos[row]} at row {row} (query {q}): positions are 1-based "
-            "(1 = top) and -1 marks a row never shown"
-        )
     if n_known is not None and pos.max() > n_known:
         row, q = _first_bad(pos > n_known, offsets)
         raise ValueError(
@@ -117,40 +100,22 @@ def check_positions(position, clicks, offsets, n_known: int | None) -> np.ndarra
     return pos
 
 
-def _lightgbm_positions(ids, offsets) -> np.ndarray | None:
-    if ids is None:
-        return None
-    ids = np.asarray(ids, dtype=np.int64)
-    # LightGBM numbers the distinct positions in order of first appearance; with each
-    # query's rows in display order the ids are 0, 1, 2, ... within every query
-    expected = np.arange(ids.shape[0]) - np.repeat(offsets[:-1], np.diff(offsets))
-    if not np.array_equal(ids, expected):
-        row, q = _first_bad(ids != expected, offsets)
-        raise ValueError(
-            f"the LightGBM Dataset's positions are not in display order at row {row} (query "
-            f"{q}): LightGBM keeps only ids of the positions, numbered in order of first "
-            "appearance, so put each query's rows in display order with positions 1, 2, 3, ... "
-            "(drop rows never shown), or pass position= to gbrank.Ranker.fit or grad_hess"
-        )
-    return ids + 1
-
-
-def _row_order_positions(offsets) -> np.ndarray:
-    sizes = np.diff(offsets)
-    return np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1], sizes) + 1
-
-
 def _scores_constant_per_query(scores, offsets) -> bool:
     return not varies_per_query(scores, offsets).any()
 
 
-def estimate_propensity(scores, clicks, position, offsets, n_positions: int, *, n_rounds: int = 30) -> np.ndarray:
-    r"""Propensities :math:`\hat\theta_p`, p = 1..n_positions, relative to position 1, from
-    clicks and the model's scores (see the module documentation; ``n_rounds`` alternations).
+def estimate_propensity(scores, clicks, position, offsets, n_positions: int, *, n_rounds: int = 30,
+                        reduce=None) -> np.ndarray:
+    r"""Propensities :math:`\hat\theta_p`, p = 1..n_positions, relative to the top-most position
+    with clicks (position 1 wherever it is shown), from clicks and the model's scores (see the
+    module documentation; ``n_rounds`` alternations).
 
     Fits :math:`E[c_i] = \theta_{p_i} \kappa_q e^{a s_i}` by Poisson quasi-likelihood with
     alternating exact updates of :math:`\kappa` and :math:`\theta` and a Newton step in
-    :math:`a`. Positions without clicks get NaN.
+    :math:`a`. Positions without clicks get NaN. The rows may be one worker's part of the
+    training data (whole queries): ``reduce`` then sums the per-position and slope sums over
+    the workers (:class:`gbrank.engines.Statistics`), which all call this together, so that
+    every worker gets the estimate of the whole data.
     """
     sizes = np.diff(offsets)
     n_queries = sizes.size
@@ -164,18 +129,18 @@ def estimate_propensity(scores, clicks, position, offsets, n_positions: int, *, 
     theta = np.ones(n_positions)
     slope = 1.0
     query_clicks = np.bincount(q, weights=c, minlength=n_queries)
-    position_clicks = np.bincount(p, weights=c, minlength=n_positions)
+    position_clicks = sum_over_workers(np.bincount(p, weights=c, minlength=n_positions), reduce)
     for _ in range(n_rounds):
         e = np.exp(np.clip(slope * s, -50.0, 50.0))
         kappa = query_clicks / np.maximum(np.bincount(q, weights=theta[p] * e, minlength=n_queries), 1e-300)
-        mu_pos = np.bincount(p, weights=kappa[q] * e, minlength=n_positions)
-        theta = np.where(mu_pos > 0, position_clicks / np.maximum(mu_pos, 1e-300), np.nan)
-        theta = np.where(np.isnan(theta), 0.0, theta)
+        mu_pos = sum_over_workers(np.bincount(p, weights=kappa[q] * e, minlength=n_positions), reduce)
+        theta = np.where(mu_pos > 0, position_clicks / np.maximum(mu_pos, 1e-300), 0.0)
         mu = theta[p] * kappa[q] * e
-        curvature = np.sum(s * s * mu)
+        step, curvature = sum_over_workers(np.array([np.sum(s * (c - mu)), np.sum(s * s * mu)]), reduce)
         if curvature > 0:
-            slope = max(slope + float(np.sum(s * (c - mu))) / curvature, 0.0)
-    theta = theta / theta[0] if theta[0] > 0 else np.full(n_positions, np.nan)
+            slope = max(slope + float(step) / curvature, 0.0)
+    clicked = np.flatnonzero(position_clicks > 0)
+    theta = theta / theta[clicked[0]] if clicked.size and theta[clicked[0]] > 0 else np.full(n_positions, np.nan)
     theta[position_clicks == 0] = np.nan
     return theta
 
@@ -254,21 +219,26 @@ class ClickObjective(RankingObjective):
         return "known"
 
     @property
+    def reduces_over_workers(self) -> bool:
+        """Whether every worker of a distributed training calls the objective together, empty
+        ones too: the propensity estimate sums its statistics over them."""
+        return self.mode == "estimate"
+
+    @property
     def propensity_(self) -> np.ndarray:
         """Estimated propensities of positions 1..K (``propensity="estimate"``), relative to
-        position 1, from the latest training's latest update (not clipped)."""
+        position 1 (to the top-most position with clicks, in a log that never shows position
+        1), from the latest update of the training set last updated (not clipped)."""
         if "propensity" not in self._fitted:
             raise AttributeError(
                 "propensity_ is set by training with propensity='estimate'; this objective has not estimated any"
             )
         return self._fitted["propensity"].copy()
 
-    def __deepcopy__(self, memo):
+    def _copied_state(self, memo) -> dict:
         # lgb.train deep-copies its params and gbrank.Ranker its objective: the copy that
         # trains shares the record of the estimate, so that propensity_ reads the same here
-        clone = type(self).__new__(type(self))
-        clone.__setstate__({**self.__getstate__(), "_fitted": self._fitted})
-        return clone
+        return {**super()._copied_state(memo), "_fitted": self._fitted}
 
     def _params(self) -> dict[str, Any]:
         params: dict[str, Any] = {"propensity": self.propensity if self.mode != "known" else self.propensity.tolist()}
@@ -293,8 +263,14 @@ class ClickObjective(RankingObjective):
             Display position of each row, 1 at the top, -1 if never shown. Needed unless
             ``propensity=None``.
         """
+        return self._gradients(y_true, y_pred, group, weight, position=position)
+
+    def _reads_position(self) -> bool:
+        return self.mode != "weighted_labels"
+
+    def _gradients(self, y_true, y_pred, group, weight=None, *, owner=None, position=None, statistics=None):
         labels, offsets = self._rows(y_true, group)
-        state = self._click_state(labels, offsets, position)
+        state = self._click_state(labels, offsets, position, owner=owner, statistics=statistics)
         scores = check_scores(y_pred, labels.shape[0], offsets)
         weights = check_weights(weight, labels.shape[0], offsets)
         self._update(state, scores)
@@ -307,42 +283,20 @@ class ClickObjective(RankingObjective):
         scores = check_scores(y_pred, labels.shape[0], offsets)
         return float(np.sum(self._loss(state, scores)))
 
-    def __call__(self, y_true, y_pred, weight=None, group=None):
-        """Engine entry point, as :meth:`RankingObjective.__call__`, with the positions read
-        from the engine data: a LightGBM ``Dataset(position=)`` (each query's rows in display
-        order) or, for XGBoost, the row order within each query (XGBoost's own convention)."""
-        engine = _engines.engine_of(y_pred)
-        if engine is None:
-            if group is not None:
-                _engines.lightgbm.check_caller()
-            return self.grad_hess(y_true, y_pred, group, weight)
-        preds, fields = y_true, _engines.read(y_pred)
-        offsets = sizes_to_offsets(fields.sizes)
-        if engine == "xgboost":
-            position = _row_order_positions(offsets)
-        else:
-            position = _lightgbm_positions(fields.position, offsets)
-            if position is None and self.mode != "weighted_labels":
-                raise ValueError(
-                    "the LightGBM Dataset carries no positions: build it with lgb.Dataset(..., "
-                    "position=...), or pass position= to gbrank.Ranker.fit (lgb.cv's fold Datasets "
-                    "do not keep them: cross-validate with gbrank.Ranker or by hand)"
-                )
-        return self.grad_hess(fields.labels, preds, fields.sizes, fields.weights, position=position)
-
     def _rows(self, y_true, group):
         labels = np.asarray(y_true)
         if labels.ndim != 1:
             raise ValueError(f"y_true must be one-dimensional, got shape {labels.shape}")
         return labels, check_group(group, labels.shape[0])
 
-    def _click_state(self, labels, offsets, position):
+    def _click_state(self, labels, offsets, position, *, owner=None, statistics=None):
         if position is None and self.mode != "weighted_labels":
             raise ValueError(
                 f"{self.factory}(propensity={'estimate' if self.mode == 'estimate' else '[...]'}) needs the "
                 "display position of every row and got none: build the lgb.Dataset with position=, pass "
-                "position= to gbrank.Ranker.fit or to grad_hess (LGBMRanker passes no positions to a "
-                "custom objective; for XGBoost the row order within a query is the position)"
+                "position= to gbrank.Ranker.fit or to grad_hess, or bind them with "
+                "gbrank.engines.with_position(objective, position) (LGBMRanker passes no positions to a "
+                "custom objective)"
             )
         key_pos = None if self.mode == "weighted_labels" else np.asarray(position)
 
@@ -351,7 +305,7 @@ class ClickObjective(RankingObjective):
             self._bind(state)
             return state
 
-        return self._state(labels, offsets, extra=key_pos, prepare=prepare)
+        return self._state(labels, offsets, extra=key_pos, prepare=prepare, owner=owner, statistics=statistics)
 
     def _prepare_clicks(self, labels, offsets, position):
         clicks = self._label_check(labels, offsets)
@@ -368,10 +322,16 @@ class ClickObjective(RankingObjective):
         if self.mode == "known":
             theta = self.propensity
         else:
+            # the whole data's positions, and the allreduce where the rows are a part of it
+            statistics = _engines.statistics.current()
+            reduce = None if statistics is None else statistics.reduce
             n_positions = max(int(pos.max()), 1) if pos.size else 1
+            if statistics is not None and statistics.n_positions is not None:
+                n_positions = max(n_positions, statistics.n_positions)
+            state["reduce"] = reduce
             # the start: equal relevance within each query, i.e. the click-through rate of each
             # position relative to its query's clicks
-            theta = estimate_propensity(np.zeros(clicks.shape[0]), clicks, pos, offsets, n_positions)
+            theta = estimate_propensity(np.zeros(clicks.shape[0]), clicks, pos, offsets, n_positions, reduce=reduce)
             theta = np.maximum(np.where(np.isnan(theta), 1.0, theta), _MIN_PROPENSITY)
             state["fit"] = _Fit(theta)
         self._set_weights(state, theta)
@@ -392,26 +352,36 @@ class ClickObjective(RankingObjective):
 
     # ----------------------------------------------------------------- joint estimation
     def _update(self, state, scores):
-        """Advance the estimate of one training set by one boosting iteration."""
+        """Advance the estimate of one training set by one boosting iteration.
+
+        The allreduces of a training on several workers run outside the lock: workers in
+        one process may share this object.
+        """
         if self.mode != "estimate":
             return
+        fit = state["fit"]
+        starting = _scores_constant_per_query(scores, state["offsets"])
+        if state["reduce"] is not None:
+            # workers start afresh together, or not at all: their updates are allreduces
+            starting = sum_over_workers(np.array([0.0 if starting else 1.0]), state["reduce"])[0] == 0
         with self._lock:
-            fit = state["fit"]
-            if _scores_constant_per_query(scores, state["offsets"]):
+            if starting:
                 # the engines start from a constant score: a new training starts afresh
                 fit.calls = 0
                 fit.theta = fit.initial.copy()
                 self._set_weights(state, fit.theta)
             t = fit.calls
             fit.calls += 1
-            if t >= self.warmup and (t - self.warmup) % self.update_every == 0:
-                theta = estimate_propensity(
-                    scores, state["clicks"], state["position"], state["offsets"], fit.theta.size
-                )
+        if t >= self.warmup and (t - self.warmup) % self.update_every == 0:
+            theta = estimate_propensity(
+                scores, state["clicks"], state["position"], state["offsets"], fit.theta.size, reduce=state["reduce"]
+            )
+            with self._lock:
                 keep = np.isnan(theta)
                 theta[keep] = fit.theta[keep]
                 fit.theta = np.maximum(theta, _MIN_PROPENSITY)
                 self._set_weights(state, fit.theta)
+        with self._lock:
             self._fitted["propensity"] = fit.theta.copy()
 
     # ----------------------------------------------------------------- kernels

@@ -68,6 +68,7 @@ from typing import Any
 import numpy as np
 
 from .._deprecation import legacy_arguments
+from .._docstrings import fill_doc, objective_example
 from .._validation import check_float, check_int
 from ..gains import Discount, Gain, discount_values, gain_values
 from ._label_order import label_order, ndcg_weights
@@ -142,13 +143,10 @@ _COMMON_DOC = """
 """
 
 
-def _with_common_doc(func):
-    func.__doc__ = func.__doc__.replace("    {common}\n", _COMMON_DOC.strip("\n") + "\n")
-    return func
-
-
 @legacy_arguments(positional=("sigma",))
-@_with_common_doc
+@fill_doc(common=_COMMON_DOC, example=objective_example(
+    "gbrank.ranknet()", loss=6.7032, gradient=[-1.9, 2.0775, -1.7555, 1.5779],
+))
 def ranknet(
     *, sigma: float = 1.0, truncation: int | None = None, hess_floor: float = 1e-6, hess_scale: float = 1.0
 ) -> RankNet:
@@ -160,13 +158,17 @@ def ranknet(
 
     Parameters
     ----------
-    {common}
+    %(common)s
+
+    %(example)s
     """
     return RankNet("ranknet", **locals())
 
 
 @legacy_arguments(positional=("gain", "discount"), renamed={"cutoff": "k"})
-@_with_common_doc
+@fill_doc(common=_COMMON_DOC, example=objective_example(
+    "gbrank.wranknet()", loss=10.5239, gradient=[-5.6999, 3.4382, -0.1884, 2.4501],
+))
 def wranknet(
     *, gain: Gain = "exp2", discount: Discount = "log2", k: int | None = None, sigma: float = 1.0,
     truncation: int | None = None, hess_floor: float = 1e-6, hess_scale: float = 1.0,
@@ -191,7 +193,9 @@ def wranknet(
         The paper's cut-off :math:`C` (NDCG@k): :math:`D(r) = 0` for :math:`r > k`, so pairs
         whose higher document cannot reach the top ``k`` carry no weight. None keeps all.
         (Called ``cutoff`` before gbrank 0.2.)
-    {common}
+    %(common)s
+
+    %(example)s
     """
     if gain is None:
         raise ValueError("gain must be 'exp2', 'linear' or an array indexed by label, got None")

@@ -1,18 +1,83 @@
 """The registry of gbrank objectives: one entry per factory, read by everything that lists them.
 
-The package exports, the benchmark harness and its command line, and the test catalogues all
-read this table, so a new objective is one module, one :func:`register` call below and one
-docs page. Entries name their module as a string: reading the registry imports no kernel.
+The package exports, the benchmark harness and its command line, the test catalogues and the
+documentation (the losses table, the guide's table of contents and the API page) all read
+this table, so a new objective is one module, one :func:`register` call below and one docs
+page. Entries name their module as a string: reading the registry imports no kernel.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Callable, Literal
 
-__all__ = ["ObjectiveSpec", "exports", "get", "names", "register", "specs"]
+__all__ = ["Guide", "Knob", "ObjectiveSpec", "exports", "get", "names", "register", "specs"]
+
+
+@dataclass(frozen=True)
+class Guide:
+    """Where the documentation explains an objective, and its row in the table of losses.
+
+    Attributes
+    ----------
+    page : str
+        The guide page, relative to ``docs/`` and without its suffix
+        (``"objectives/plackett-luce"``). Pages under ``objectives/`` join that section's
+        table of contents.
+    title : str
+        The loss's name in the table (``"top-k ListMLE"``).
+    paper : str
+        Who introduced it (``"Xia et al. 2009"``), or ``"—"``.
+    kind : str
+        What it optimises, in a few words.
+    hessian : str
+        What the hessian is: ``"exact diagonal"``, or the surrogate and its bound.
+    cost : str
+        The work per query in :math:`n` documents, as MyST Markdown (``"$O(n)$"``).
+    """
+
+    page: str
+    title: str
+    paper: str
+    kind: str
+    hessian: str
+    cost: str
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One setting a tuner searches: a keyword argument of a factory or an engine parameter.
+
+    Attributes
+    ----------
+    name : str
+        The keyword argument (or engine parameter) it sets.
+    low, high : float, optional
+        Range of a numeric knob, both ends included.
+    log : bool
+        Search the range on a log scale.
+    integer : bool
+        Integer values only.
+    choices : tuple, optional
+        The values of a categorical knob (numbers, strings, booleans or None), instead of a range.
+    """
+
+    name: str
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    integer: bool = False
+    choices: tuple | None = None
+
+    def __post_init__(self):
+        if (self.choices is None) == (self.low is None or self.high is None):
+            raise ValueError(f"knob {self.name!r}: give either low and high, or choices")
+        if self.choices is None and not self.low < self.high:
+            raise ValueError(f"knob {self.name!r}: low must be below high, got {self.low} and {self.high}")
+        if self.choices is not None and len(self.choices) < 2:
+            raise ValueError(f"knob {self.name!r}: choices needs at least two values")
 
 
 @dataclass(frozen=True)
@@ -22,7 +87,7 @@ class ObjectiveSpec:
     Attributes
     ----------
     name : str
-        The factory's name, as exported by :mod:`gbrank` (``gbrank.<name>``) and used in
+        The factory's name, as exported by ``gbrank`` (``gbrank.<name>``) and used in
         method names (``lgb:<name>``).
     module : str
         The module that defines the factory under ``name``.
@@ -44,6 +109,12 @@ class ObjectiveSpec:
         ``None`` when the hessian is the exact diagonal of the loss's (for pair weights frozen
         within an iteration, of the frozen loss's); a number ``c`` when it is a positive
         surrogate with ``|d2L/ds_i2| <= c h_i``, which the property tests check.
+    guide : Guide or None
+        Its documentation: the page and the row of the table of losses. Every objective
+        gbrank ships has one (the docs tests check that the page shows the factory).
+    search_space : tuple of Knob
+        The objective's own settings ``python -m gbrank.bench --tune`` searches, next to the
+        engine's tree parameters (see :mod:`gbrank.bench.tune`); empty: none.
     """
 
     name: str
@@ -54,6 +125,8 @@ class ObjectiveSpec:
     examples: tuple[dict[str, Any], ...] = field(default_factory=lambda: ({},))
     in_default_bench: bool = True
     hessian_bound: float | None = None
+    guide: Guide | None = None
+    search_space: tuple[Knob, ...] = ()
 
     def factory(self) -> Callable[..., Any]:
         """The factory function (imports its module on first use)."""
@@ -96,7 +169,7 @@ def names() -> tuple[str, ...]:
 
 
 def exports() -> dict[str, str]:
-    """Factory name -> ``"module:name"``, the lazy exports of :mod:`gbrank` and :mod:`gbrank.objectives`."""
+    """Factory name -> ``"module:name"``, the lazy exports of ``gbrank`` and ``gbrank.objectives``."""
     return {name: f"{spec.module}:{name}" for name, spec in _REGISTRY.items()}
 
 
@@ -105,22 +178,58 @@ def specs() -> MappingProxyType:
     return MappingProxyType(_REGISTRY)
 
 
+# The docs entry of each objective listed below: its guide page and its row in the table of
+# losses, kept in one table as the docs show them (an entry may pass guide= itself instead).
+_PL_PAGE, _PAIRS_PAGE, _LAMBDA_PAGE = "objectives/plackett-luce", "objectives/ranknet", "objectives/lambdarank"
+_EXACT, _FROZEN = "exact diagonal", "exact diagonal, weights fixed per iteration"
+_LINEAR, _QUADRATIC, _TRUNCATED = "$O(n)$", "$O(n^2)$", "$O(n^2)$, $O(Tn)$ truncated"
+_GUIDES = {
+    "listmle": Guide(_PL_PAGE, "ListMLE", "Xia et al. 2008", "listwise likelihood", _EXACT, _LINEAR),
+    "listmle_topk": Guide(_PL_PAGE, "top-k ListMLE", "Xia et al. 2009", "listwise likelihood of the top $k$", _EXACT,
+                          _LINEAR),
+    "wlistmle": Guide(_PL_PAGE, "W-ListMLE", "Chen et al. 2009", "NDCG-weighted likelihood", _EXACT, _LINEAR),
+    "plackett_luce": Guide(_PL_PAGE, "Plackett–Luce, your weights", "—", "position-weighted likelihood", _EXACT,
+                           _LINEAR),
+    "ranknet": Guide(_PAIRS_PAGE, "RankNet", "Burges et al. 2005; Chen et al. 2009", "pairwise logistic", _EXACT,
+                     _TRUNCATED),
+    "wranknet": Guide(_PAIRS_PAGE, "W-RankNet", "Chen et al. 2009", "NDCG-weighted pairs", _EXACT, _TRUNCATED),
+    "listnet": Guide("objectives/listnet", "ListNet", "Cao et al. 2007", "top-$k$ cross-entropy",
+                     "exact diagonal ($k \\le 2$ or enumerated), unbiased estimate (sampled)", "$O(n)$ for $k \\le 2$"),
+    "cosine": Guide("objectives/rankcosine", "RankCosine", "Qin et al. 2008", "cosine to a target",
+                    "positive surrogate $1/(2N^2)$", _LINEAR),
+    "ndcg_boost": Guide("objectives/ndcg-boost", "NDCG_Boost", "Valizadegan et al. 2009", "relaxation of NDCG",
+                        "positive surrogate (absolute bound)", _QUADRATIC),
+    "lambdarank": Guide(_LAMBDA_PAGE, "LambdaRank", "Burges et al. 2006; LightGBM",
+                        "pairs weighted by the swap change of NDCG, MAP, MRR or ERR", _FROZEN, "$O(Tn)$ (T = 30)"),
+    "lambdaloss": Guide(_LAMBDA_PAGE, "LambdaLoss", "Wang et al. 2018", "NDCG-Loss2++, -Loss2, -Loss1", _FROZEN,
+                        _TRUNCATED),
+    "ips_listnet": Guide("clicks", "IPS softmax", "Ai et al. 2018", "inverse-propensity weighted softmax on clicks",
+                         _EXACT, _LINEAR),
+    "ips_ranknet": Guide("clicks", "IPS RankNet", "Joachims et al. 2017", "inverse-propensity weighted pairs on clicks",
+                         _FROZEN, _QUADRATIC),
+}
+
 _PL = "gbrank.objectives.plackett_luce"
+# search spaces: ranges around each paper's and each factory's default
+_SIGMA = Knob("sigma", 0.25, 4.0, log=True)
+_CUTOFF = Knob("k", choices=(None, 5, 10, 20))
+_TRUNCATION = Knob("truncation", choices=(None, 5, 10, 20, 30))
 for _spec in (
     ObjectiveSpec("listmle", _PL, "plackett-luce", "ListMLE: Plackett-Luce likelihood of the label order (Xia et al. 2008)",
                   examples=({}, {"ties": "score"})),
     ObjectiveSpec("listmle_topk", _PL, "plackett-luce", "top-k ListMLE: likelihood of the top k positions (Xia et al. 2009)",
-                  examples=({"k": 10}, {"k": 3})),
+                  examples=({"k": 10}, {"k": 3}), search_space=(Knob("k", 1, 20, integer=True, log=True),)),
     ObjectiveSpec("wlistmle", _PL, "plackett-luce", "W-ListMLE: ListMLE weighted by NDCG gain and discount (Chen et al. 2009)",
-                  labels="exp2"),
+                  labels="exp2", search_space=(_CUTOFF,)),
     ObjectiveSpec("plackett_luce", _PL, "plackett-luce", "Plackett-Luce loss with user position weights",
                   examples=({"position_weights": [1.0, 0.5, 0.25]},), in_default_bench=False),
     ObjectiveSpec("ranknet", "gbrank.objectives.ranknet", "pairwise", "RankNet: logistic loss over label-ordered pairs",
-                  examples=({}, {"truncation": 3})),
+                  examples=({}, {"truncation": 3}), search_space=(_SIGMA,)),
     ObjectiveSpec("wranknet", "gbrank.objectives.ranknet", "pairwise", "W-RankNet: RankNet with NDCG pair weights (Chen et al. 2009)",
-                  labels="exp2"),
+                  labels="exp2", search_space=(_SIGMA,)),
     ObjectiveSpec("listnet", "gbrank.objectives.listnet", "listnet", "ListNet: cross-entropy of top-k Plackett-Luce distributions",
-                  labels="exp2", examples=({}, {"k": 2}, {"k": 3}, {"k": 3, "exact_limit": 0})),
+                  labels="exp2", examples=({}, {"k": 2}, {"k": 3}, {"k": 3, "exact_limit": 0}),
+                  search_space=(Knob("k", choices=(1, 2)),)),
     ObjectiveSpec("cosine", "gbrank.objectives.cosine", "cosine", "RankCosine: cosine between target scores and scores",
                   labels="exp2", hessian_bound=6.0),
     ObjectiveSpec("ndcg_boost", "gbrank.objectives.ndcg_boost", "ndcg-boost", "NDCG_Boost relaxation (Valizadegan et al. 2009)",
@@ -131,12 +240,15 @@ for _spec in (
                   "LambdaRank for NDCG/MAP/MRR/ERR; LightGBM's lambdarank by default", labels="exp2",
                   examples=({}, {"measure": "map"}, {"measure": "mrr", "k": 5}, {"measure": "err", "truncation": None},
                             {"gain": "linear", "discount": "zipf", "k": 10}),
-                  in_default_bench=False),
+                  in_default_bench=False,
+                  search_space=(_TRUNCATION, _SIGMA, Knob("norm", choices=(True, False)))),
     ObjectiveSpec("lambdaloss", "gbrank.objectives.lambdarank", "pairwise",
                   "LambdaLoss: NDCG-Loss2++ and the other weightings (Wang et al. 2018)", labels="exp2",
                   examples=({}, {"weighting": "ndcg_loss2"}, {"weighting": "ndcg_loss1", "truncation": 10},
                             {"weighting": "lambdarank", "norm": True}),
-                  in_default_bench=False),
+                  in_default_bench=False,
+                  search_space=(Knob("weighting", choices=("ndcg_loss2pp", "ndcg_loss2", "ndcg_loss1", "lambdarank")),
+                                Knob("mu", 1.0, 100.0, log=True), _SIGMA, _TRUNCATION)),
     ObjectiveSpec("ips_listnet", "gbrank.objectives.clicks", "clicks",
                   "IPS softmax on clicks with known or jointly estimated propensities (Ai et al. 2018)",
                   labels="any", examples=({"propensity": None},),
@@ -146,5 +258,5 @@ for _spec in (
                   labels="any", examples=({"propensity": None}, {"propensity": None, "weighting": "dcg"}),
                   in_default_bench=False),
 ):
-    register(_spec)
+    register(_spec if _spec.guide is not None else replace(_spec, guide=_GUIDES.get(_spec.name)))
 del _spec

@@ -1,0 +1,88 @@
+"""Global statistics of a training set, computed from the whole data once, in the engine layer.
+
+An objective sees the rows an engine hands it: on one machine the whole training set, but on
+a Dask worker only that worker's queries, and in an ``lgb.cv`` fold only the fold. Anything
+an objective derives from the whole data rather than from one query (the label maximum of
+ERR's gains, the number of positions of the propensity estimate, the sums of the
+propensity estimate's updates) comes from here, so that one machine and N workers compute
+the same thing:
+
+* :class:`Statistics` holds the values computed by the front-end that sees the whole data
+  (``gbrank.dask`` before training, the LightGBM reader for a fold from its full set), and
+  ``reduce``, which sums an array over the workers (the identity on one machine);
+* :func:`given` makes them current while an objective prepares a training set's state, and
+  :func:`label_max` and :func:`current` read them there; without any, the rows at hand are
+  the whole data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import numpy as np
+
+__all__ = ["Statistics", "current", "given", "label_max", "sum_over_workers"]
+
+
+@dataclass(frozen=True)
+class Statistics:
+    """Statistics of the whole training data an objective cannot see from its rows.
+
+    Attributes
+    ----------
+    label_max : float, optional
+        The largest label.
+    n_positions : int, optional
+        The largest display position.
+    reduce : callable, optional
+        ``reduce(array) -> array``: the element-wise sum of ``array`` over the workers that
+        train together, called by all of them at the same point (an allreduce); None on one
+        machine.
+    """
+
+    label_max: float | None = None
+    n_positions: int | None = None
+    reduce: Callable[[np.ndarray], np.ndarray] | None = None
+
+    def key(self) -> np.ndarray:
+        """The values a prepared state depends on, as one array (for the state's cache)."""
+        return np.array(
+            [np.nan if self.label_max is None else self.label_max, -1 if self.n_positions is None else self.n_positions,
+             float(self.reduce is not None)]
+        )
+
+
+_CURRENT: contextvars.ContextVar[Statistics | None] = contextvars.ContextVar("gbrank_statistics", default=None)
+
+
+@contextlib.contextmanager
+def given(statistics: Statistics | None) -> Iterator[None]:
+    """Make ``statistics`` current (None: the rows at hand are the whole data)."""
+    token = _CURRENT.set(statistics)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+
+
+def current() -> Statistics | None:
+    """The statistics made current by :func:`given`, or None."""
+    return _CURRENT.get()
+
+
+def label_max(labels: np.ndarray) -> float:
+    """The largest label of the whole training data: the current statistics', else of ``labels``."""
+    statistics = _CURRENT.get()
+    if statistics is not None and statistics.label_max is not None:
+        return statistics.label_max
+    return float(np.max(labels, initial=0))
+
+
+def sum_over_workers(values: np.ndarray, reduce: Callable[[np.ndarray], np.ndarray] | None) -> np.ndarray:
+    """``values`` summed over the workers with ``reduce`` (as they are on one machine)."""
+    if reduce is None:
+        return values
+    return np.asarray(reduce(np.ascontiguousarray(values, dtype=np.float64)), dtype=np.float64)

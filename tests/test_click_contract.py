@@ -1,0 +1,285 @@
+"""The data contract of the click objectives with the engines: positions as the user gave
+them (any row order, any value, -1 for rows never shown), state per training set that no
+number of interleaved training sets loses, and statistics of the whole data."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+import gbrank
+from gbrank.datasets import make_ranking, simulate_clicks
+from gbrank.engines import positions as engine_positions
+
+lgb = pytest.importorskip("lightgbm")
+xgb = pytest.importorskip("xgboost")
+
+LGB = {"learning_rate": 0.1, "num_leaves": 7, "verbose": -1, "num_threads": 1, "seed": 0, "min_data_in_leaf": 5}
+XGB = {"max_depth": 3, "nthread": 1, "min_child_weight": 0.0, "eta": 0.3}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_warnings():
+    engine_positions._WARNED.clear()
+    yield
+    engine_positions._WARNED.clear()
+
+
+@pytest.fixture(scope="module")
+def natural():
+    """Click log with rows in natural (document) order: the position is a column."""
+    d = make_ranking(80, (12, 12), 8, seed=4)
+    log = simulate_clicks(d.y, d.group, X=d.X, sessions_per_query=60, top_k=12, eta=1.0, seed=1)
+    return d.X, log.clicks.astype(float), d.group, log.position.astype(np.int64), log
+
+
+def _gradients(obj, dataset, n):
+    """The objective's gradients on a Dataset passed to lgb.train (recorded before construction)."""
+    engine_positions.remember(dataset)
+    dataset.construct()
+    return obj(np.zeros(n), dataset)
+
+
+# ----------------------------------------------------------------------------- LightGBM positions
+def test_lightgbm_dataset_in_natural_order_trains_as_the_explicit_positions(natural):
+    X, clicks, group, pos, log = natural
+    query = np.repeat(np.arange(group.size), group)
+    assert not np.array_equal(pos, np.lexsort((pos, query)))  # not in display order
+    for obj_of in (lambda: gbrank.ips_listnet(), lambda: gbrank.ips_ranknet(propensity=log.theta)):
+        via_dataset = lgb.train({**LGB, "objective": obj_of()}, lgb.Dataset(X, clicks, group=group, position=pos), 12)
+        obj = obj_of()
+        explicit = lgb.train({**LGB, "objective": lambda p, _, obj=obj: obj.grad_hess(clicks, p, group, position=pos)},
+                             lgb.Dataset(X, clicks, group=group), 12)
+        np.testing.assert_allclose(via_dataset.predict(X), explicit.predict(X), rtol=1e-10, atol=1e-12)
+
+
+def test_lightgbm_positions_past_ten_are_kept(natural):
+    X, clicks, group, pos, log = natural
+    second_page = np.where(pos > 0, pos + 10, -1)  # a second results page: 11..22
+    theta = 1.0 / np.arange(1, 23)
+    obj = gbrank.ips_listnet(propensity=theta)
+    got = _gradients(obj, lgb.Dataset(X, clicks, group=group, position=second_page), clicks.size)
+    want = gbrank.ips_listnet(propensity=theta).grad_hess(clicks, np.zeros(clicks.size), group, position=second_page)
+    np.testing.assert_array_equal(got[0], want[0])
+    as_first_page = gbrank.ips_listnet(propensity=theta).grad_hess(clicks, np.zeros(clicks.size), group, position=pos)
+    assert np.abs(got[0] - as_first_page[0]).max() > 0.1
+    # estimated: the positions 11..22 are estimated, relative to 11, the top-most shown
+    estimated = gbrank.ips_listnet(warmup=0)
+    _gradients(estimated, lgb.Dataset(X, clicks, group=group, position=second_page), clicks.size)
+    on_first_page = gbrank.ips_listnet(warmup=0)
+    on_first_page.grad_hess(clicks, np.zeros(clicks.size), group, position=pos)
+    assert estimated.propensity_.size == 22
+    np.testing.assert_allclose(estimated.propensity_[10:], on_first_page.propensity_, rtol=1e-12)
+
+
+def test_lightgbm_never_shown_rows_get_no_gradient():
+    d = make_ranking(60, (8, 8), 6, seed=5)
+    log = simulate_clicks(d.y, d.group, X=d.X, sessions_per_query=50, top_k=7, seed=2)  # one row per query unseen
+    pos = log.position.astype(np.int64)
+    assert ((pos == -1).reshape(-1, 8).sum(axis=1) == 1).all()
+    for propensity in ("estimate", log.theta[:7]):
+        obj = gbrank.ips_listnet(propensity=propensity)
+        grad, _ = _gradients(obj, lgb.Dataset(d.X, log.clicks.astype(float), group=d.group, position=pos), pos.size)
+        np.testing.assert_array_equal(grad[pos == -1], 0.0)
+        assert np.abs(grad[pos > 0]).max() > 0
+    # with known propensities the error names a position the user gave
+    too_few = gbrank.ips_listnet(propensity=log.theta[:5])
+    with pytest.raises(ValueError, match=r"= (6|7) at row .* past the 5 known propensities"):
+        _gradients(too_few, lgb.Dataset(d.X, log.clicks.astype(float), group=d.group, position=pos), pos.size)
+
+
+def test_lightgbm_cv_ten_folds_read_their_rows_of_the_positions(natural):
+    X, clicks, group, pos, log = natural
+    folds = gbrank.engines.query_folds(group, nfold=10)
+
+    def cv(objective):
+        return lgb.cv({**LGB, "objective": objective, "metric": "None"}, lgb.Dataset(X, clicks, group=group, position=pos),
+                      num_boost_round=12, folds=folds, return_cvbooster=True)["cvbooster"].boosters
+
+    by_fold = {}
+
+    def explicit(preds, fold):
+        # each fold its own objective, given its rows' positions by hand
+        obj = by_fold.setdefault(id(fold), gbrank.ips_listnet(warmup=2, update_every=2))
+        return obj.grad_hess(fold.get_label(), preds, fold.get_group(), position=pos[fold.used_indices])
+
+    # one objective for the ten interleaved folds, each keeping its own estimate
+    for got, want in zip(cv(gbrank.ips_listnet(warmup=2, update_every=2)), cv(explicit), strict=True):
+        np.testing.assert_allclose(got.predict(X), want.predict(X), rtol=1e-10, atol=1e-12)
+    assert len(by_fold) == 10
+
+
+def test_lightgbm_positions_set_after_construction_are_not_stale(natural):
+    X, clicks, group, pos, log = natural
+    dataset = lgb.Dataset(X, clicks, group=group, position=pos, params=LGB)
+    lgb.train({**LGB, "objective": gbrank.ips_listnet()}, dataset, 2)
+    dataset.set_position(pos[::-1].copy())  # LightGBM keeps the new ids only
+    with pytest.raises(ValueError, match="positions changed after gbrank read them"):
+        lgb.train({**LGB, "objective": gbrank.ips_listnet()}, dataset, 2)
+
+
+def test_lightgbm_constructed_dataset_ids_are_read_only_where_unambiguous(natural):
+    X, clicks, group, pos, log = natural
+    query = np.repeat(np.arange(group.size), group)
+    order = np.lexsort((pos, query))
+    in_order = lgb.Dataset(X[order], clicks[order], group=group, position=pos[order]).construct()
+    with pytest.warns(UserWarning, match="constructed before gbrank could read its positions"):
+        got = gbrank.ips_listnet()(np.zeros(clicks.size), in_order)
+    want = gbrank.ips_listnet().grad_hess(clicks[order], np.zeros(clicks.size), group, position=pos[order])
+    np.testing.assert_array_equal(got[0], want[0])
+    natural_order = lgb.Dataset(X, clicks, group=group, position=pos).construct()
+    with pytest.raises(ValueError, match=r"do not say which position each row had \(row \d+ \(query \d+\)\).*with_position"):
+        gbrank.ips_listnet()(np.zeros(clicks.size), natural_order)
+
+
+# ----------------------------------------------------------------------------- Ranker
+def test_ranker_takes_never_shown_rows_and_a_pandas_position_column():
+    pd = pytest.importorskip("pandas")
+    d = make_ranking(60, (8, 8), 6, seed=6)
+    log = simulate_clicks(d.y, d.group, X=d.X, sessions_per_query=50, top_k=6, seed=3)
+    frame = pd.DataFrame(d.X, columns=[f"f{i}" for i in range(d.X.shape[1])])
+    frame["position"] = log.position
+    assert (frame["position"] == -1).any()
+    features = frame.drop(columns="position")
+    for engine in ("lightgbm", "xgboost"):
+        settings = dict(engine=engine, n_estimators=5, max_depth=3, n_jobs=1)
+        model = gbrank.Ranker(gbrank.ips_listnet(), **settings)
+        model.fit(features, log.clicks, group=d.group, position=frame["position"])
+        as_array = gbrank.Ranker(gbrank.ips_listnet(), **settings)
+        as_array.fit(d.X, log.clicks, group=d.group, position=log.position)
+        np.testing.assert_array_equal(model.predict(features), as_array.predict(d.X))
+        # -1 is not read as a position: shown at 7 (without clicks), the rows change the model
+        shown_last = gbrank.Ranker(gbrank.ips_listnet(), **settings)
+        shown_last.fit(d.X, log.clicks, group=d.group, position=np.where(log.position > 0, log.position, 7))
+        assert np.abs(shown_last.predict(d.X) - as_array.predict(d.X)).max() > 1e-3
+    with pytest.raises(ValueError, match="lambdarank has no rows never shown"):
+        gbrank.Ranker("lambdarank", n_estimators=2).fit(features, log.clicks, group=d.group, position=frame["position"])
+
+
+# ----------------------------------------------------------------------------- XGBoost positions
+def test_xgboost_row_order_only_with_a_warning_or_when_asked(natural):
+    X, clicks, group, pos, log = natural
+    dtrain = xgb.DMatrix(X, clicks, group=group)
+    with pytest.warns(UserWarning, match=r"with_position\(objective, position\)"):
+        xgb.train(XGB, dtrain, 2, obj=gbrank.ips_listnet())
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        xgb.train(XGB, dtrain, 2, obj=gbrank.ips_listnet())  # one time only
+        engine_positions._WARNED.clear()
+        asked = xgb.train(XGB, dtrain, 3, obj=gbrank.engines.with_position(gbrank.ips_listnet(), "row_order"))
+        given = xgb.train(XGB, dtrain, 3, obj=gbrank.engines.with_position(gbrank.ips_listnet(), pos))
+    # rows in natural order: the given positions train another model than the row order
+    assert np.abs(asked.predict(dtrain) - given.predict(dtrain)).max() > 1e-3
+    obj = gbrank.ips_listnet()
+    explicit = xgb.train(XGB, dtrain, 3, obj=lambda p, d: obj.grad_hess(clicks, p, group, position=pos))
+    np.testing.assert_allclose(given.predict(dtrain), explicit.predict(dtrain), rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------- state per training set
+def _fold_sets(X, clicks, group, pos, nfold):
+    query = np.repeat(np.arange(group.size), group)
+    out = []
+    for train_rows, _ in gbrank.engines.query_folds(group, nfold=nfold):
+        sizes = np.bincount(query[train_rows], minlength=group.size)
+        out.append((train_rows, sizes[sizes > 0]))
+    return out
+
+
+@pytest.mark.parametrize("make", [lambda: gbrank.ips_listnet(warmup=2, update_every=2), lambda: gbrank.listnet()])
+def test_ten_interleaved_training_sets_each_train_as_alone(natural, make):
+    X, clicks, group, pos, log = natural
+    folds = _fold_sets(X, clicks, group, pos, 10)
+    labels = clicks if getattr(make(), "uses_position", False) else np.minimum(clicks, 4)
+
+    def matrix(rows, sizes):
+        return xgb.DMatrix(X[rows], labels[rows], group=sizes)
+
+    def objective_for(obj, rows):
+        return gbrank.engines.with_position(obj, pos[rows]) if getattr(obj, "uses_position", False) else obj
+
+    shared = make()
+    sets = [matrix(rows, sizes) for rows, sizes in folds]
+    boosters = [xgb.Booster({**XGB, "base_score": 0.0}, [d]) for d in sets]
+    objectives = [objective_for(shared, rows) for rows, _ in folds]
+    for it in range(12):  # as xgb.cv does: one round of every fold in turn
+        for booster, d, obj in zip(boosters, sets, objectives):
+            booster.update(d, it, fobj=obj)
+    for booster, (rows, sizes) in zip(boosters, folds):
+        alone = xgb.train({**XGB, "base_score": 0.0}, matrix(rows, sizes), 12, obj=objective_for(make(), rows))
+        np.testing.assert_allclose(booster.predict(xgb.DMatrix(X)), alone.predict(xgb.DMatrix(X)), rtol=1e-6, atol=1e-7)
+    if getattr(shared, "mode", None) == "estimate":
+        assert len(shared._owned) == 10
+        assert shared.propensity_.shape[0] >= 12
+    pickle.loads(pickle.dumps(shared))
+    del sets, boosters, objectives, booster, d, obj
+    import gc
+
+    gc.collect()
+    assert len(shared._owned) == 0  # memory bounded by the live training sets
+
+
+def test_xgb_cv_ten_folds_keep_their_estimates(natural):
+    X, clicks, group, pos, log = natural
+    obj = gbrank.ips_listnet(warmup=2, update_every=2)
+    captured = {}
+
+    class Keep(xgb.callback.TrainingCallback):
+        def after_training(self, model):
+            captured["folds"] = [fold.bst for fold in model.cvfolds]
+            captured["states"] = list(obj._owned.values())
+            return model
+
+    xgb.cv({**XGB, "base_score": 0.0, "eval_metric": "rmse"}, xgb.DMatrix(X, clicks, group=group), 12, nfold=10,
+           obj=gbrank.engines.with_position(obj, "row_order"), callbacks=[Keep()])
+    states = captured["states"]
+    assert len(states) == 10
+    # every fold re-estimated its propensities (12 calls: warmup 2, every 2 -> 5 updates)
+    for _, state in states:
+        assert state["fit"].calls == 12
+        assert not np.array_equal(state["fit"].theta, state["fit"].initial)
+
+
+# ----------------------------------------------------------------------------- docs
+def test_every_click_snippet_in_the_docs_runs_as_pasted():
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "clicks.md").read_text()
+    blocks = re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M)
+    assert len(blocks) >= 5
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, "clicks.md", "exec"), namespace)
+    log, data = namespace["log"], namespace["data"]
+    query = np.repeat(np.arange(data.group.size), data.group)
+    # a snippet keeps the rows in their natural order, not in display order
+    assert not np.array_equal(log.position, np.concatenate([np.arange(1, n + 1) for n in data.group]))
+    assert (namespace["position"] == log.position).all() and query.size == log.position.size
+    assert np.isfinite(namespace["model"].objective_.propensity_[:5]).all()
+    assert np.isfinite(namespace["booster"].predict(namespace["dtrain"])).all()
+
+
+# ----------------------------------------------------------------------------- whole-data statistics
+def test_lgb_cv_folds_take_err_label_maximum_of_the_whole_set():
+    d = make_ranking(40, 10, 5, seed=12)
+    y = np.minimum(d.y, 2)
+    y[d.qid == 39] = np.arange((d.qid == 39).sum()) % 5  # the only query with labels 3 and 4: in one fold only
+    folds = gbrank.engines.query_folds(d.group, nfold=2, shuffle=False)
+    seen = []
+
+    class Recording(type(gbrank.lambdarank(measure="err"))):
+        def _gradients(self, y_true, y_pred, group, weight=None, **kwargs):
+            out = super()._gradients(y_true, y_pred, group, weight, **kwargs)
+            seen.append((np.array(y_true), np.array(y_pred), np.array(group), out[0]))
+            return out
+
+    lgb.cv({**LGB, "objective": Recording("err", hess_floor=0.0), "metric": "None", "min_data_in_leaf": 2},
+           lgb.Dataset(d.X, y, group=d.group), num_boost_round=1, folds=folds)
+    whole = gbrank.lambdarank(measure="err", max_label=4, hess_floor=0.0)
+    assert {labels.max() for labels, *_ in seen} == {2.0, 4.0}
+    for labels, preds, group, grad in seen:
+        np.testing.assert_allclose(grad, whole.grad_hess(labels, preds, group)[0], rtol=1e-12, atol=1e-15)
