@@ -135,6 +135,35 @@ def test_cross_val_score_multiprocessing_backend_after_parallel_kernel():
     assert out.rstrip().endswith("ok")
 
 
+@needs_fork
+def test_a_single_threaded_lightgbm_training_leaves_a_fork_that_trains():
+    """gbrank starts no OpenMP threads of its own inside LightGBM's training: after
+    ``lgb.train(num_threads=1)`` with a gbrank objective, a forked child trains LightGBM on
+    two threads as it would after LightGBM's built-in objective (GNU OpenMP hangs a child
+    whose parent had started threads)."""
+    pytest.importorskip("lightgbm")
+    out = run_python(PRELUDE + textwrap.dedent("""
+        import multiprocessing
+        import lightgbm as lgb
+
+        data = gbrank.datasets.make_ranking(n_queries=300, docs_per_query=60, n_features=8, seed=0)
+        lgb.train({"objective": gbrank.lambdarank(), "num_threads": 1, "verbose": -1},
+                  lgb.Dataset(data.X, data.y, group=data.group), 5)
+
+        def child(_):
+            booster = lgb.train({"objective": "lambdarank", "num_threads": 2, "verbose": -1},
+                                lgb.Dataset(data.X, data.y, group=data.group), 5)
+            return float(booster.predict(data.X[:5]).sum())
+
+        with multiprocessing.get_context("fork").Pool(2) as pool:
+            got = pool.map(child, range(2))
+        assert got[0] == got[1], got
+        print("ok")
+    """))
+    check_layer(out)
+    assert out.rstrip().endswith("ok")
+
+
 @pytest.mark.parametrize("how, layer", [("environment", "workqueue"), ("code", "workqueue"), ("environment", "tbb")])
 def test_a_users_threading_layer_is_kept(how, layer):
     # workqueue: available everywhere, and never gbrank's own choice; tbb asked for by name

@@ -34,7 +34,6 @@ import numpy as np
 from numba import njit
 
 from .. import engines as _engines
-from .._parallel import engine_threads
 from .._threading import configure_threading
 from .._validation import check_float, check_labels, check_scores, check_weights
 from ..groups import check_group
@@ -252,10 +251,8 @@ class RankingObjective:
         fields = _engines.read(data, position=position is None and self._reads_position())
         if position is None:
             position = fields.position
-        # the kernels run on the engine's OpenMP threads, awake after its last loop
-        with engine_threads(_engine_of(data)):
-            return self._gradients(fields.labels, preds, fields.sizes, fields.weights, owner=data,
-                                   position=position, statistics=fields.statistics)
+        return self._gradients(fields.labels, preds, fields.sizes, fields.weights, owner=data, position=position,
+                               statistics=fields.statistics)
 
     def _reads_position(self) -> bool:
         """Whether the gradients need the displayed positions (``uses_position``)."""
