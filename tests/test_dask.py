@@ -170,6 +170,35 @@ def test_place_partitions_on_the_workers_named(client, data):
         gdask.place_partitions(client, parts, workers=[])
 
 
+def test_place_partitions_moves_a_partition_left_elsewhere(client, data, monkeypatch):
+    parts = gdask.partition_queries(dd.from_pandas(to_pandas(data[0]), npartitions=2), npartitions=2)
+    expected = parts.compute()
+    who_has = client.who_has
+    calls = []
+
+    def first_answer_elsewhere(futures):
+        # the scheduler's first answer: every partition on a worker it was not assigned to
+        calls.append(len(futures))
+        held = who_has(futures)
+        return {key: ["elsewhere"] for key in held} if len(calls) == 1 else held
+
+    monkeypatch.setattr(client, "who_has", first_answer_elsewhere)
+    placed = gdask.place_partitions(client, parts)
+    monkeypatch.undo()
+    assert len(calls) == 2
+    held = holders(client, placed)
+    assert sorted(h[0] for h in held) == sorted(client.scheduler_info()["workers"])
+    assert all(len(h) == 1 for h in held)
+    pd.testing.assert_frame_equal(placed.compute(), expected)
+
+
+def test_place_partitions_refuses_to_leave_a_partition_elsewhere(client, data, monkeypatch):
+    parts = gdask.partition_queries(dd.from_pandas(to_pandas(data[0]), npartitions=2), npartitions=2)
+    monkeypatch.setattr(client, "who_has", lambda futures: {f.key: ["elsewhere"] for f in futures})
+    with pytest.raises(RuntimeError, match=r"partition 0 is held by \['elsewhere'\], not by its worker"):
+        gdask.place_partitions(client, parts)
+
+
 def test_place_partitions_spreads_rows_over_workers(client, train_frame):
     held = holders(client, train_frame)
     assert sorted(h[0] for h in held) == sorted(client.scheduler_info()["workers"])

@@ -212,8 +212,8 @@ def place_partitions(client, df, workers: Sequence[str] | None = None):
     futures = [client.compute(p, workers=[w], allow_other_workers=False) for p, w in zip(parts, owner)]
     wait(futures)
     futures = _move(client, futures, owner)
-    # The futures themselves are the partitions: no task runs between them and the engines,
-    # which find a partition's worker with ``client.who_has``.
+    # The futures themselves are the partitions, with no task wrapping them that could run
+    # elsewhere: the engines find a partition's worker with ``client.who_has``.
     return dd.from_graph(
         {f.key: f for f in futures},
         df._meta,
@@ -227,7 +227,7 @@ def _move(client, futures, owner):
     """The futures held on their owners: one copied by a task pinned to its owner if not."""
     held = client.who_has(futures)
     moved = [
-        f if held[f.key] and set(held[f.key]) == {w}
+        f if set(held[f.key]) == {w}
         else client.submit(_same, f, workers=[w], allow_other_workers=False, pure=False)
         for f, w in zip(futures, owner)
     ]
