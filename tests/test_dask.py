@@ -174,22 +174,40 @@ def test_place_partitions_moves_a_partition_left_elsewhere(client, data, monkeyp
     parts = gdask.partition_queries(dd.from_pandas(to_pandas(data[0]), npartitions=2), npartitions=2)
     expected = parts.compute()
     who_has = client.who_has
-    calls = []
+    computed = []
 
-    def first_answer_elsewhere(futures):
-        # the scheduler's first answer: every partition on a worker it was not assigned to
-        calls.append(len(futures))
+    def computed_elsewhere(futures):
+        # the partitions as first computed are on no worker of the cluster: all must move
         held = who_has(futures)
-        return {key: ["elsewhere"] for key in held} if len(calls) == 1 else held
+        if not computed:
+            computed.extend(held)
+        return {key: ["elsewhere"] if key in computed else workers for key, workers in held.items()}
 
-    monkeypatch.setattr(client, "who_has", first_answer_elsewhere)
+    monkeypatch.setattr(client, "who_has", computed_elsewhere)
     placed = gdask.place_partitions(client, parts)
     monkeypatch.undo()
-    assert len(calls) == 2
+    assert computed and not set(computed) & {f.key for f in distributed.futures_of(placed)}
     held = holders(client, placed)
     assert sorted(h[0] for h in held) == sorted(client.scheduler_info()["workers"])
     assert all(len(h) == 1 for h in held)
     pd.testing.assert_frame_equal(placed.compute(), expected)
+
+
+def test_place_partitions_keeps_the_groups_and_moves_the_fewest_rows():
+    from types import SimpleNamespace
+
+    from gbrank.dask.layout import _relabel
+
+    futures = [SimpleNamespace(key=k) for k in "xyz"]
+    # groups {x} (5 rows) and {y, z} (3 + 2): the scheduler left x on b, y and z on a
+    held = {"x": ["b"], "y": ["a"], "z": ["a", "c"]}
+    assert _relabel(["a", "b", "b"], [5, 3, 2], held, futures, ["a", "b"]) == ["b", "a", "a"]
+    # a holder outside the workers counts for nothing; each group keeps a worker of its own
+    held = {"x": ["c"], "y": ["c"], "z": ["b"]}
+    assert _relabel(["a", "b", "b"], [5, 3, 2], held, futures, ["a", "b"]) == ["a", "b", "b"]
+    # three workers: x stays on c, y (3 rows) moves to a, where z is
+    held = {"x": ["c"], "y": ["c"], "z": ["a"]}
+    assert _relabel(["a", "b", "b"], [5, 3, 2], held, futures, ["a", "b", "c"]) == ["c", "a", "a"]
 
 
 def test_place_partitions_refuses_to_leave_a_partition_elsewhere(client, data, monkeypatch):

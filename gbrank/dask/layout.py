@@ -170,8 +170,9 @@ def place_partitions(client, df, workers: Sequence[str] | None = None):
     """Persist the partitions spread over the workers, balanced by rows.
 
     Dask's scheduler may keep several partitions on one worker and none on another; both
-    engines then train on fewer machines. This assigns every partition to a worker, largest
-    first onto the worker with the fewest rows so far, and holds it there.
+    engines then train on fewer machines. This groups the partitions, largest first into the
+    group with the fewest rows so far (a group per worker), gives each group to the worker
+    that already holds most of its rows once computed, and holds every partition there.
 
     Parameters
     ----------
@@ -211,7 +212,7 @@ def place_partitions(client, df, workers: Sequence[str] | None = None):
     # worker the shuffle gives that output to, whatever the restriction says.
     futures = [client.compute(p, workers=[w], allow_other_workers=False) for p, w in zip(parts, owner)]
     wait(futures)
-    futures = _move(client, futures, owner)
+    futures = _move(client, futures, _relabel(owner, rows, client.who_has(futures), futures, workers))
     # The futures themselves are the partitions, with no task wrapping them that could run
     # elsewhere: the engines find a partition's worker with ``client.who_has``.
     return dd.from_graph(
@@ -221,6 +222,21 @@ def place_partitions(client, df, workers: Sequence[str] | None = None):
         [f.key for f in futures],
         "placed",
     )
+
+
+def _relabel(owner, rows, held, futures, workers):
+    """The same groups of partitions, each given to the worker that already holds most of its
+    rows, so that as few rows as possible move (the loads of the workers are unchanged)."""
+    overlap = {(w, h): 0 for w in dict.fromkeys(owner) for h in workers}
+    for w, n, f in zip(owner, rows, futures):
+        for h in held[f.key]:
+            if (w, h) in overlap:
+                overlap[w, h] += int(n)
+    name = {}
+    for w, h in sorted(overlap, key=lambda pair: -overlap[pair]):
+        if w not in name and h not in name.values():
+            name[w] = h
+    return [name[w] for w in owner]
 
 
 def _move(client, futures, owner):
