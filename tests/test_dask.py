@@ -131,9 +131,95 @@ def test_a_frame_cut_mid_query_is_refused(client, data):
         gdask.partition_queries(cut.assign(qid=cut["qid"].astype(float)))
 
 
+def holders(client, frame) -> list:
+    """The workers holding each partition of a placed frame, in partition order."""
+    futures = distributed.futures_of(frame)
+    assert len(futures) == frame.npartitions
+    held = client.who_has(futures)
+    return [tuple(held[f.key]) for f in futures]
+
+
+def test_place_partitions_holds_every_partition_on_its_worker(client, data):
+    # the partitions come out of a shuffle, whose output tasks run where the shuffle puts them,
+    # whatever restriction they are given; work stealing is on (Dask's default)
+    mixed = dd.from_pandas(to_pandas(data[0]).sample(frac=1.0, random_state=2), npartitions=3, sort=False)
+    parts = gdask.partition_queries(mixed, npartitions=4)
+    expected = parts.compute()
+    rows = gdask.layout.partition_rows(parts)
+    workers = sorted(client.scheduler_info()["workers"])
+    for _ in range(20):
+        placed = gdask.place_partitions(client, parts)
+        held = holders(client, placed)
+        assert all(len(h) == 1 for h in held), held
+        per_worker = Counter(h[0] for h in held)
+        assert sorted(per_worker) == workers
+        load = {w: rows[[i for i, h in enumerate(held) if h[0] == w]].sum() for w in workers}
+        assert abs(load[workers[0]] - load[workers[1]]) <= rows.max()
+    pd.testing.assert_frame_equal(placed.compute(), expected)
+    # the engines' view: a task on a partition runs on the worker that holds it
+    ran_on = dask.compute(*[dask.delayed(lambda part: distributed.get_worker().address)(p) for p in placed.to_delayed()])
+    assert list(ran_on) == [h[0] for h in held]
+
+
+def test_place_partitions_on_the_workers_named(client, data):
+    workers = sorted(client.scheduler_info()["workers"])
+    parts = gdask.partition_queries(dd.from_pandas(to_pandas(data[0]), npartitions=2), npartitions=3)
+    for worker in workers:
+        assert holders(client, gdask.place_partitions(client, parts, workers=[worker])) == [(worker,)] * 3
+    with pytest.raises(ValueError, match="no workers"):
+        gdask.place_partitions(client, parts, workers=[])
+
+
+def test_place_partitions_moves_a_partition_left_elsewhere(client, data, monkeypatch):
+    parts = gdask.partition_queries(dd.from_pandas(to_pandas(data[0]), npartitions=2), npartitions=2)
+    expected = parts.compute()
+    who_has = client.who_has
+    computed = []
+
+    def computed_elsewhere(futures):
+        # the partitions as first computed are on no worker of the cluster: all must move
+        held = who_has(futures)
+        if not computed:
+            computed.extend(held)
+        return {key: ["elsewhere"] if key in computed else workers for key, workers in held.items()}
+
+    monkeypatch.setattr(client, "who_has", computed_elsewhere)
+    placed = gdask.place_partitions(client, parts)
+    monkeypatch.undo()
+    assert computed and not set(computed) & {f.key for f in distributed.futures_of(placed)}
+    held = holders(client, placed)
+    assert sorted(h[0] for h in held) == sorted(client.scheduler_info()["workers"])
+    assert all(len(h) == 1 for h in held)
+    pd.testing.assert_frame_equal(placed.compute(), expected)
+
+
+def test_place_partitions_keeps_the_groups_and_moves_the_fewest_rows():
+    from types import SimpleNamespace
+
+    from gbrank.dask.layout import _relabel
+
+    futures = [SimpleNamespace(key=k) for k in "xyz"]
+    # groups {x} (5 rows) and {y, z} (3 + 2): the scheduler left x on b, y and z on a
+    held = {"x": ["b"], "y": ["a"], "z": ["a", "c"]}
+    assert _relabel(["a", "b", "b"], [5, 3, 2], held, futures, ["a", "b"]) == ["b", "a", "a"]
+    # a holder outside the workers counts for nothing; each group keeps a worker of its own
+    held = {"x": ["c"], "y": ["c"], "z": ["b"]}
+    assert _relabel(["a", "b", "b"], [5, 3, 2], held, futures, ["a", "b"]) == ["a", "b", "b"]
+    # three workers: x stays on c, y (3 rows) moves to a, where z is
+    held = {"x": ["c"], "y": ["c"], "z": ["a"]}
+    assert _relabel(["a", "b", "b"], [5, 3, 2], held, futures, ["a", "b", "c"]) == ["c", "a", "a"]
+
+
+def test_place_partitions_refuses_to_leave_a_partition_elsewhere(client, data, monkeypatch):
+    parts = gdask.partition_queries(dd.from_pandas(to_pandas(data[0]), npartitions=2), npartitions=2)
+    monkeypatch.setattr(client, "who_has", lambda futures: {f.key: ["elsewhere"] for f in futures})
+    with pytest.raises(RuntimeError, match=r"partition 0 is held by \['elsewhere'\], not by its worker"):
+        gdask.place_partitions(client, parts)
+
+
 def test_place_partitions_spreads_rows_over_workers(client, train_frame):
-    owners = client.who_has(train_frame)
-    assert len({workers[0] for workers in owners.values()}) == 2
+    held = holders(client, train_frame)
+    assert sorted(h[0] for h in held) == sorted(client.scheduler_info()["workers"])
 
 
 def test_from_arrays_and_query_sizes(client, data):

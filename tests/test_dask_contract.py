@@ -24,16 +24,13 @@ from gbrank.objectives.propensity import estimate_propensity  # noqa: E402
 
 XGB = {"max_depth": 3, "eta": 0.3, "min_child_weight": 0.0, "tree_method": "hist", "nthread": 1}
 RECORD: list = []
-# place_partitions pins each partition's future to a worker, but the scheduler may run the
-# task that wraps them in a frame elsewhere, and then XGBoost and LightGBM train on one worker
-_ONE_WORKER = "the scheduler gathered every partition on one worker: there was nothing distributed to compare"
 
 
 @pytest.fixture(scope="module")
 def client():
-    # threads in this process: what the workers record is visible here; no work stealing, so
-    # that the partitions stay on the workers place_partitions pins them to
-    with dask.config.set({"distributed.scheduler.work-stealing": False}), distributed.LocalCluster(
+    # threads in this process: what the workers record is visible here; Dask's default
+    # scheduling (work stealing on), as a user has it
+    with distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
     ) as cluster, distributed.Client(cluster) as client:
         client.wait_for_workers(2)
@@ -52,6 +49,16 @@ def frame_of(X, y, qid, **columns) -> pd.DataFrame:
 def placed(client, frame):
     return gdask.place_partitions(client, gdask.partition_queries(dd.from_pandas(frame, npartitions=2, sort=False),
                                                                   npartitions=2))
+
+
+def held_by(client, df) -> list:
+    """The worker holding each partition of a placed frame, in partition order: two
+    partitions, each on its own worker."""
+    futures = distributed.futures_of(df)
+    held = client.who_has(futures)
+    owners = [worker for f in futures for worker in held[f.key]]
+    assert len(futures) == 2 and len(owners) == 2 and len(set(owners)) == 2, held
+    return owners
 
 
 def _worker():
@@ -89,30 +96,24 @@ def test_err_gradients_use_the_whole_frames_label_maximum(client, engine):
     y[low] = np.minimum(y[low], 2)
     y[~low & (np.arange(y.size) % 10 == 0)] = 4
     whole = gbrank.lambdarank(measure="err", max_label=4, hess_floor=0.0)
-    # the engines' arrays are built by tasks the scheduler may run on either worker: train
-    # until both workers hold rows
-    for _ in range(4):
-        df = placed(client, frame_of(d.X, y, d.qid))
-        RECORD.clear()
-        objective = RecordingERR("err", hess_floor=0.0)
-        if engine == "xgboost":
-            gdask.train_xgboost(client, df, objective, num_boost_round=1, params=XGB)
-        else:
-            gdask.train_lightgbm(client, df, objective, num_boost_round=1,
-                                 params={"num_leaves": 4, "min_data_in_leaf": 5})
-        local_maxima, workers = set(), set()
-        for labels, preds, sizes, grad, worker in RECORD:
-            if labels.size == 0:
-                continue
-            local_maxima.add(float(labels.max()))
-            workers.add(worker)
-            # one machine: every query's gradient with the label maximum of all the data
-            np.testing.assert_allclose(grad, whole.grad_hess(labels, preds, sizes)[0], rtol=1e-12, atol=1e-15)
-        if len(workers) == 2:
-            break
-    if len(workers) < 2:
-        pytest.skip(_ONE_WORKER)
-    assert local_maxima == {2.0, 4.0}
+    df = placed(client, frame_of(d.X, y, d.qid))
+    RECORD.clear()
+    objective = RecordingERR("err", hess_floor=0.0)
+    if engine == "xgboost":
+        gdask.train_xgboost(client, df, objective, num_boost_round=1, params=XGB)
+    else:
+        gdask.train_lightgbm(client, df, objective, num_boost_round=1,
+                             params={"num_leaves": 4, "min_data_in_leaf": 5})
+    local_maxima = {}
+    for labels, preds, sizes, grad, worker in RECORD:
+        if labels.size == 0:
+            continue
+        local_maxima[worker] = float(labels.max())
+        # one machine: every query's gradient with the label maximum of all the data
+        np.testing.assert_allclose(grad, whole.grad_hess(labels, preds, sizes)[0], rtol=1e-12, atol=1e-15)
+    # each half of the queries on the worker place_partitions put it on
+    first, second = held_by(client, df)
+    assert local_maxima == {first: 2.0, second: 4.0}
     assert gbrank.lambdarank(measure="err").grad_hess(y, np.zeros(y.size), d.group)[0] == pytest.approx(
         whole.grad_hess(y, np.zeros(y.size), d.group)[0])
 
@@ -121,24 +122,19 @@ def test_propensities_are_estimated_over_all_workers(client):
     d = make_ranking(400, 10, 20, seed=8)
     log = simulate_clicks(d.y, d.group, X=d.X, sessions_per_query=80, top_k=10, eta=1.0, seed=4)
     rounds = 4
-    # the engines' arrays are built by tasks the scheduler may run on either worker: train
-    # until both workers hold rows
-    for _ in range(4):
-        df = placed(client, frame_of(d.X, log.clicks.astype(float), d.qid, position=log.position))
-        RECORD.clear()
-        gdask.train_xgboost(client, df, RecordingClicks(warmup=1, update_every=1), position_col="position",
-                            num_boost_round=rounds, params=XGB)
-        last_round = [r for r in RECORD[-2:] if r[1]]
-        if len({worker for _, _, worker in last_round}) == 2:
-            break
+    df = placed(client, frame_of(d.X, log.clicks.astype(float), d.qid, position=log.position))
+    RECORD.clear()
+    gdask.train_xgboost(client, df, RecordingClicks(warmup=1, update_every=1), position_col="position",
+                        num_boost_round=rounds, params=XGB)
+    last_round = [r for r in RECORD[-2:] if r[1]]
+    # the last round's gradients: one call on each worker that place_partitions gave rows
+    assert sorted(worker for _, _, worker in last_round) == sorted(held_by(client, df))
     distributed_estimates = [estimate for estimate, _, _ in last_round]
     # one machine, the same rows in the same order (partition_queries sorts by query id)
     local = RecordingClicks(warmup=1, update_every=1)
     RECORD.clear()
     xgb.train({**XGB, "base_score": 0.0}, xgb.DMatrix(d.X, log.clicks.astype(float), qid=d.qid), rounds,
               obj=gbrank.engines.with_position(local, log.position))
-    if len({worker for _, _, worker in last_round}) < 2:
-        pytest.skip(_ONE_WORKER)
     for estimate in distributed_estimates:
         np.testing.assert_allclose(estimate, RECORD[-1][0], rtol=1e-5)
     # per worker, the estimate would differ: half of the queries alone

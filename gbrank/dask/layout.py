@@ -170,8 +170,9 @@ def place_partitions(client, df, workers: Sequence[str] | None = None):
     """Persist the partitions spread over the workers, balanced by rows.
 
     Dask's scheduler may keep several partitions on one worker and none on another; both
-    engines then train on fewer machines. This pins every partition to a worker, largest
-    first onto the worker with the fewest rows so far.
+    engines then train on fewer machines. This groups the partitions, largest first into the
+    group with the fewest rows so far (a group per worker), gives each group to the worker
+    that already holds most of its rows once computed, and holds every partition there.
 
     Parameters
     ----------
@@ -185,7 +186,14 @@ def place_partitions(client, df, workers: Sequence[str] | None = None):
     Returns
     -------
     dask.dataframe.DataFrame
-        The same partitions, in the same order, computed and held on their workers.
+        The same partitions, in the same order, computed and held on their workers: the
+        collection is built directly over one future per partition, each held by the worker
+        it was assigned to (``client.who_has`` of the collection names it).
+
+    Raises
+    ------
+    RuntimeError
+        If the scheduler leaves a partition elsewhere than on its worker.
     """
     if not isinstance(df, dd.DataFrame):
         raise TypeError(f"expected a dask DataFrame, got {type(df).__name__}")
@@ -200,10 +208,55 @@ def place_partitions(client, df, workers: Sequence[str] | None = None):
         target = min(workers, key=lambda w: load[w])
         owner[i] = target
         load[target] += rows[i]
+    # The restriction is a first wish only: a task fused with a shuffle's output runs on the
+    # worker the shuffle gives that output to, whatever the restriction says.
     futures = [client.compute(p, workers=[w], allow_other_workers=False) for p, w in zip(parts, owner)]
-    placed = dd.from_delayed(futures, meta=df._meta, verify_meta=False).persist()
-    wait(placed)
-    return placed
+    wait(futures)
+    futures = _move(client, futures, _relabel(owner, rows, client.who_has(futures), futures, workers))
+    # The futures themselves are the partitions, with no task wrapping them that could run
+    # elsewhere: the engines find a partition's worker with ``client.who_has``.
+    return dd.from_graph(
+        {f.key: f for f in futures},
+        df._meta,
+        df.divisions,
+        [f.key for f in futures],
+        "placed",
+    )
+
+
+def _relabel(owner, rows, held, futures, workers):
+    """The same groups of partitions, each given to the worker that already holds most of its
+    rows, so that as few rows as possible move (the loads of the workers are unchanged)."""
+    overlap = {(w, h): 0 for w in dict.fromkeys(owner) for h in workers}
+    for w, n, f in zip(owner, rows, futures):
+        for h in held[f.key]:
+            if (w, h) in overlap:
+                overlap[w, h] += int(n)
+    name = {}
+    for w, h in sorted(overlap, key=lambda pair: -overlap[pair]):
+        if w not in name and h not in name.values():
+            name[w] = h
+    return [name[w] for w in owner]
+
+
+def _move(client, futures, owner):
+    """The futures held on their owners: one copied by a task pinned to its owner if not."""
+    held = client.who_has(futures)
+    moved = [
+        f if set(held[f.key]) == {w}
+        else client.submit(_same, f, workers=[w], allow_other_workers=False, pure=False)
+        for f, w in zip(futures, owner)
+    ]
+    wait(moved)
+    held = client.who_has(moved)
+    for i, (f, w) in enumerate(zip(moved, owner)):
+        if set(held[f.key]) != {w}:
+            raise RuntimeError(f"partition {i} is held by {sorted(held[f.key])}, not by its worker {w}")
+    return moved
+
+
+def _same(part):
+    return part
 
 
 def partition_rows(frame) -> np.ndarray:
