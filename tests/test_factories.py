@@ -144,7 +144,7 @@ def test_the_harness_seeds_objectives_that_have_a_seed():
 # --------------------------------------------------------------------------- named states
 STATES = [
     (gbrank.listmle, ("order", "tie_end", "weights", "head", "offsets", "active")),
-    (gbrank.listnet, ("psi", "q", "m", "offsets", "active")),
+    (gbrank.listnet, ("psi", "top1", "top2", "offsets", "active")),
     (gbrank.cosine, ("u", "offsets", "active")),
     (gbrank.ndcg_boost, ("offsets", "order", "sorted_gain", "block_end", "inv_z", "tie_mass")),
 ]
