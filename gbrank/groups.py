@@ -21,6 +21,7 @@ __all__ = [
     "varies_per_query",
     "offsets_to_sizes",
     "qid_to_sizes",
+    "row_in_query",
     "sizes_to_offsets",
     "sizes_to_qid",
 ]
@@ -121,6 +122,12 @@ def sizes_to_qid(sizes) -> np.ndarray:
     """One query id per row, ``0 .. n_queries - 1``, from group sizes."""
     offsets = sizes_to_offsets(sizes)
     return np.repeat(np.arange(offsets.size - 1, dtype=np.int64), np.diff(offsets))
+
+
+def row_in_query(sizes) -> np.ndarray:
+    """Each row's index within its query (0 for a query's first row), from group sizes."""
+    offsets = sizes_to_offsets(sizes)
+    return np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1], np.diff(offsets))
 
 
 def check_group(group, n_rows: int) -> np.ndarray:

@@ -11,6 +11,7 @@ from gbrank.groups import (
     group_offsets,
     offsets_to_sizes,
     qid_to_sizes,
+    row_in_query,
     sizes_to_offsets,
     sizes_to_qid,
 )
@@ -25,6 +26,8 @@ def test_round_trips():
     np.testing.assert_array_equal(qid, [0, 0, 0, 1, 2, 2, 2, 2, 3, 3])
     np.testing.assert_array_equal(qid_to_sizes(qid), sizes)
     assert offsets.dtype == np.int64
+    np.testing.assert_array_equal(row_in_query(sizes), [0, 1, 2, 0, 0, 1, 2, 3, 0, 1])
+    assert row_in_query([]).size == 0
 
 
 def test_qid_may_be_unsorted_but_must_be_contiguous():

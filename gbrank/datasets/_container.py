@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..groups import check_group, qid_to_sizes, sizes_to_offsets, sizes_to_qid
+from ..groups import check_group, qid_to_sizes, row_in_query, sizes_to_offsets, sizes_to_qid
 
 __all__ = ["RankingData"]
 
@@ -131,9 +131,5 @@ class RankingData:
             raise ValueError("each query may appear only once in a subset")
         offsets = self.offsets
         sizes = self.group[queries]
-        starts = np.repeat(offsets[queries], sizes)
-        within = np.arange(sizes.sum(), dtype=np.int64) - np.repeat(
-            np.cumsum(sizes) - sizes, sizes
-        )
-        rows = starts + within
+        rows = np.repeat(offsets[queries], sizes) + row_in_query(sizes)
         return RankingData(self.X[rows], self.y[rows], group=sizes, qid=self.qid[rows])

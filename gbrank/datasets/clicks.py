@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_choice, check_float, check_int
-from ..groups import check_group, sizes_to_qid
+from ..groups import check_group, row_in_query, sizes_to_qid
 
 __all__ = ["ClickLog", "click_probability", "simulate_clicks"]
 
@@ -131,7 +131,7 @@ def _padded(values, offsets, fill):
     sizes = np.diff(offsets)
     out = np.full((sizes.size, int(sizes.max())), fill, dtype=np.float64)
     q = sizes_to_qid(sizes)
-    col = np.arange(offsets[-1]) - np.repeat(offsets[:-1], sizes)
+    col = row_in_query(sizes)
     out[q, col] = values
     return out, q, col
 

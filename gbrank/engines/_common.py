@@ -178,7 +178,7 @@ class PositionedObjective:
         fields = read(data)
         n = fields.labels.size
         if self.row_order:
-            position = _positions.row_order(np.concatenate(([0], np.cumsum(fields.sizes))), asked=True)
+            position = _positions.row_order(fields.sizes, asked=True)
         else:
             position = self.position
             if position.size != n:

@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from ..groups import row_in_query
+
 __all__ = ["ROW_ORDER", "check", "given", "of_lightgbm", "remember", "remember_training_set", "row_order"]
 
 #: ``with_position(objective, ROW_ORDER)``: the rows of each query are in display order.
@@ -164,7 +166,7 @@ def of_lightgbm(data, offsets: np.ndarray) -> np.ndarray | None:
     ids = np.asarray(ids, dtype=np.int64)
     # the one reading of ids that needs no values: the rows of every query shown from the
     # top in row order, which numbers them 0, 1, 2, ... in every query
-    expected = np.arange(n) - np.repeat(offsets[:-1], np.diff(offsets))
+    expected = row_in_query(np.diff(offsets))
     if ids.shape != (n,) or not np.array_equal(ids, expected):
         where = _where(int(np.flatnonzero(ids != expected)[0]), offsets) if ids.shape == (n,) else "its rows"
         raise ValueError(
@@ -207,9 +209,9 @@ def _check_agrees(data, values: np.ndarray) -> None:
         _AGREED[data] = ids
 
 
-def row_order(offsets: np.ndarray, *, asked: bool = False) -> np.ndarray:
-    """Positions 1, 2, 3, ... in row order within each query; warns once unless ``asked``."""
+def row_order(sizes: np.ndarray, *, asked: bool = False) -> np.ndarray:
+    """Positions 1, 2, 3, ... in row order within each query of ``sizes`` rows; warns once
+    unless ``asked``."""
     if not asked:
         _warn_once("xgboost-row-order", _XGBOOST_ROW_ORDER)
-    sizes = np.diff(offsets)
-    return np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1], sizes) + 1
+    return row_in_query(sizes) + 1

@@ -24,7 +24,6 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..groups import sizes_to_offsets
 from . import positions as _positions
 from ._common import Fields, engine_of, is_builtin, start_score, watched
 
@@ -66,7 +65,7 @@ def read(dmat, *, position: bool = False) -> Fields:
                 f"{labels.size} rows; ranking weights are one per query"
             )
     margin = dmat.get_base_margin()
-    rows = _positions.row_order(sizes_to_offsets(sizes)) if position else None
+    rows = _positions.row_order(sizes) if position else None
     return Fields(labels=labels, sizes=sizes, weights=row_weights, init_score=margin if margin.size else None,
                   position=rows)
 
