@@ -155,6 +155,19 @@ class BestRound:
         return self.round - self.best_round >= self.rounds
 
 
+def gradients(objective, labels, preds, sizes, weights, *, owner=None, position=None, statistics=None):
+    """``(grad, hess)`` of ``objective`` on one training set, for a front-end that read its
+    fields itself: a gbrank objective keeps its state for ``owner`` (the engine's training
+    set) and takes the whole data's ``statistics``; an objective of another package gets
+    ``grad_hess(..., position=)`` when there are positions, else the engine's own call."""
+    own = getattr(objective, "_gradients", None)
+    if own is not None:
+        return own(labels, preds, sizes, weights, owner=owner, position=position, statistics=statistics)
+    if position is not None:
+        return objective.grad_hess(labels, preds, sizes, weights, position=position)
+    return objective(preds, owner) if owner is not None else objective(labels, preds, weights, sizes)
+
+
 class PositionedObjective:
     """A gbrank objective that reads positions, bound to the positions of one training set.
 
@@ -184,11 +197,8 @@ class PositionedObjective:
             if position.size != n:
                 raise ValueError(f"{position.size} positions for training data of {n} rows")
         statistics = self.statistics if self.statistics is not None else fields.statistics
-        gradients = getattr(self.objective, "_gradients", None)
-        if gradients is None:
-            return self.objective.grad_hess(fields.labels, preds, fields.sizes, fields.weights, position=position)
-        return gradients(fields.labels, preds, fields.sizes, fields.weights, owner=data, position=position,
-                         statistics=statistics)
+        return gradients(self.objective, fields.labels, preds, fields.sizes, fields.weights, owner=data,
+                         position=position, statistics=statistics)
 
 
 def with_position(objective, position) -> PositionedObjective:

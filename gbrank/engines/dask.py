@@ -27,6 +27,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import positions as _positions
+from ._common import gradients
 from .statistics import Statistics
 
 __all__ = ["LightGBMWorkerObjective", "XGBoostWorkerObjective", "allreduce_sum", "lightgbm_train", "xgboost_matrix",
@@ -62,13 +63,6 @@ def _worker_threads(call: Callable[[], Any]) -> Any:
         numba.set_num_threads(previous)
 
 
-def _gradients(objective, labels, preds, sizes, weights, *, owner, position, statistics):
-    gradients = getattr(objective, "_gradients", None)
-    if gradients is None:
-        return objective(preds, owner) if owner is not None else objective(labels, preds, weights, sizes)
-    return gradients(labels, preds, sizes, weights, owner=owner, position=position, statistics=statistics)
-
-
 class XGBoostWorkerObjective:
     """A gbrank objective on one XGBoost worker: its own DMatrix, the positions carried in
     ``label_lower_bound`` (with ``positions``), the whole data's ``statistics``, the worker's
@@ -87,7 +81,7 @@ class XGBoostWorkerObjective:
             if not getattr(self.objective, "reduces_over_workers", False):
                 return np.zeros(0), np.zeros(0)
             empty = np.zeros(0)
-            return _worker_threads(lambda: _gradients(
+            return _worker_threads(lambda: gradients(
                 self.objective, empty, empty, np.zeros(0, dtype=np.int64), None, owner=dtrain,
                 position=np.zeros(0, dtype=np.int64) if self.positions else None, statistics=self.statistics))
         fields = engine.read(dtrain)
@@ -95,7 +89,7 @@ class XGBoostWorkerObjective:
         if self.positions:
             bound = dtrain.get_float_info("label_lower_bound")
             position = _positions.check(bound, fields.labels.size, name="position column")
-        return _worker_threads(lambda: _gradients(
+        return _worker_threads(lambda: gradients(
             self.objective, fields.labels, preds, fields.sizes, fields.weights, owner=dtrain, position=position,
             statistics=self.statistics))
 
@@ -109,7 +103,7 @@ class LightGBMWorkerObjective:
         self.statistics = statistics
 
     def __call__(self, y_true, y_pred, weight, group):
-        return _worker_threads(lambda: _gradients(
+        return _worker_threads(lambda: gradients(
             self.objective, y_true, y_pred, group, weight, owner=None, position=None, statistics=self.statistics))
 
 
