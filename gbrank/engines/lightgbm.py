@@ -25,7 +25,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..groups import sizes_to_qid
+from ..groups import sizes_to_offsets, sizes_to_qid
 from . import positions as _positions
 from ._common import BestRound, Fields, engine_of, is_builtin, watched
 from .statistics import Statistics
@@ -149,7 +149,7 @@ def read(data, *, position: bool = False) -> Fields:
         )
     weights = data.get_weight()
     sizes = np.asarray(group, dtype=np.int64)
-    given = _positions.of_lightgbm(data, np.concatenate(([0], np.cumsum(sizes)))) if position else None
+    given = _positions.of_lightgbm(data, sizes_to_offsets(sizes)) if position else None
     return Fields(
         labels=labels,
         sizes=sizes,
