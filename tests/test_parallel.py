@@ -171,3 +171,109 @@ def test_objectives_do_not_depend_on_the_thread_count(make):
         for a, b in zip(got, results[0]):
             np.testing.assert_array_equal(a, b)
 
+
+
+def _thread_names_of_a_team_call(engine, threads):
+    """The threads that ran the blocks of one call inside ``engine_threads(engine, threads)``."""
+    from gbrank._parallel import engine_threads
+
+    sizes = np.random.default_rng(5).integers(0, 30, 400)
+    offsets = _offsets(sizes)
+    values = np.random.default_rng(6).normal(size=offsets[-1])
+    out = np.full(sizes.size, np.nan)
+    seen = np.zeros(sizes.size, dtype=np.int64)
+    names = set()
+
+    def kernel(q0, q1, *args):
+        names.add(threading.current_thread().name)
+        threading.Event().wait(0.005)
+        _query_sums(q0, q1, *args)
+
+    previous = numba.get_num_threads()
+    numba.set_num_threads(2)
+    try:
+        with engine_threads(engine, threads):
+            over_queries(kernel, offsets, values, offsets, out, seen, min_rows=1)
+    finally:
+        numba.set_num_threads(previous)
+    np.testing.assert_array_equal(seen, 1)
+    np.testing.assert_allclose(out, np.add.reduceat(values, offsets[:-1]) * (sizes > 0))
+    return names
+
+
+def _needs_a_team(engine):
+    from gbrank._parallel import _engine_gomp
+
+    pytest.importorskip(engine)
+    if numba.config.NUMBA_NUM_THREADS < 2 or _engine_gomp(engine) is None:
+        pytest.skip("one thread only, or the engine does not run on GNU OpenMP here")
+
+
+@pytest.mark.parametrize("threads", [None, 2, 8])
+def test_engine_threads_run_every_block_on_the_engines_openmp_team(threads):
+    _needs_a_team("lightgbm")
+    names = _thread_names_of_a_team_call("lightgbm", threads)
+    # the caller and an OpenMP thread, which Python sees as a foreign ("Dummy") thread, not the pool's
+    assert threading.current_thread().name in names
+    assert not any(name.startswith("gbrank") for name in names), names
+    assert len(names) == 2, names
+
+
+def test_an_engine_training_on_one_thread_keeps_the_pool():
+    # a team call would start an OpenMP thread the engine never started (fork-unsafe)
+    _needs_a_team("lightgbm")
+    names = _thread_names_of_a_team_call("lightgbm", 1)
+    assert any(name.startswith("gbrank") for name in names), names
+
+
+def test_engine_threads_raise_a_failing_block_in_the_caller():
+    _needs_a_team("lightgbm")
+    from gbrank._parallel import engine_threads
+
+    with engine_threads("lightgbm", 2), pytest.raises(ValueError, match="query failed"):
+        over_queries(_fails_on, _offsets([2] * 50), 37, min_rows=1)
+
+
+def test_engine_threads_of_an_engine_not_loaded_use_the_pool():
+    from gbrank._parallel import _engine_gomp, engine_threads
+
+    assert _engine_gomp("not_an_engine") is None
+    assert _engine_gomp("xgboost") is None  # not measured faster on its team: the pool
+    seen = np.zeros(40, dtype=np.int64)
+    with engine_threads("not_an_engine", 2):
+        over_queries(_query_sums, _offsets([2] * 40), np.ones(80), _offsets([2] * 40), np.zeros(40), seen,
+                     min_rows=1)
+    np.testing.assert_array_equal(seen, 1)
+
+
+@pytest.mark.parametrize("params, expected", [
+    ({}, None), ({"num_threads": 3}, 3), ({"nthread": 1}, 1), ({"n_jobs": 2}, 2), ({"num_threads": 0}, None),
+    ({"num_threads": -1}, None), ({"num_threads": None, "nthreads": 4}, 4),
+])
+def test_lightgbm_training_threads_read_every_alias(params, expected):
+    lgb = pytest.importorskip("lightgbm")
+    from gbrank.engines.lightgbm import training_threads
+
+    assert training_threads(lgb.Dataset(np.zeros((4, 1)), np.zeros(4), params=params)) == expected
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_an_objective_inside_lightgbm_training_runs_on_as_many_threads_as_it(threads, monkeypatch):
+    lgb = pytest.importorskip("lightgbm")
+    import gbrank._parallel as parallel
+
+    _needs_a_team("lightgbm")
+    calls = []
+    real = parallel._on_team
+    monkeypatch.setattr(parallel, "_on_team", lambda p, work, n: (calls.append(n), real(p, work, n)))
+    data = gbrank.datasets.make_ranking(n_queries=300, docs_per_query=30, n_features=5, seed=0)
+    previous = numba.get_num_threads()
+    numba.set_num_threads(2)
+    try:
+        lgb.train({"objective": gbrank.lambdarank(), "num_threads": threads, "verbose": -1},
+                  lgb.Dataset(data.X, data.y, group=data.group), 3)
+        lgb.LGBMRanker(objective=gbrank.lambdarank(), n_estimators=3, n_jobs=threads, verbose=-1).fit(
+            data.X, data.y, group=data.group)
+    finally:
+        numba.set_num_threads(previous)
+    assert calls == ([2] * 6 if threads == 2 else []), calls

@@ -16,6 +16,8 @@ harness, ``gbrank.dask``) and every objective call goes through it.
 * :func:`predict`: raw scores of a LightGBM or XGBoost booster, as float64;
 * :func:`query_folds`: cross-validation folds that keep queries whole, for ``lgb.cv(folds=)``;
 * :func:`with_position`: displayed positions bound to an objective that reads them.
+* :func:`kernel_threads`: where an objective's kernels run inside an engine's training
+  (LightGBM's OpenMP team, no larger than the one it trains with).
 
 The engine modules, :mod:`gbrank.engines.lightgbm` and :mod:`gbrank.engines.xgboost`,
 import their engine only inside the functions that build or train.
@@ -34,6 +36,7 @@ from ._common import (
     PositionedObjective,
     engine_of,
     is_builtin,
+    kernel_threads,
     start_score,
     uses_position,
     watched,
@@ -51,6 +54,7 @@ __all__ = [
     "statistics",
     "engine_of",
     "is_builtin",
+    "kernel_threads",
     "predict",
     "query_folds",
     "read",

@@ -7,11 +7,13 @@ to an objective, and the engines are imported inside the functions that build or
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ContextManager
 
 import numpy as np
 
+from .._parallel import engine_threads
 from . import positions as _positions
 from .statistics import Statistics
 
@@ -21,6 +23,7 @@ __all__ = [
     "Fields",
     "engine_of",
     "is_builtin",
+    "kernel_threads",
     "start_score",
     "uses_position",
     "watched",
@@ -155,6 +158,17 @@ class BestRound:
         return self.round - self.best_round >= self.rounds
 
 
+def kernel_threads(owner: Any) -> ContextManager[None]:
+    """Where the kernels of an objective call for the training set ``owner`` run: inside
+    LightGBM's training on its OpenMP team, at most as many threads as it trains with
+    (:func:`gbrank._parallel.engine_threads`), elsewhere on gbrank's pool."""
+    if engine_of(owner) != "lightgbm":
+        return contextlib.nullcontext()
+    from .lightgbm import training_threads
+
+    return engine_threads("lightgbm", training_threads(owner))
+
+
 def gradients(objective, labels, preds, sizes, weights, *, owner=None, position=None, statistics=None):
     """``(grad, hess)`` of ``objective`` on one training set, for a front-end that read its
     fields itself: a gbrank objective keeps its state for ``owner`` (the engine's training
@@ -162,7 +176,8 @@ def gradients(objective, labels, preds, sizes, weights, *, owner=None, position=
     ``grad_hess(..., position=)`` when there are positions, else the engine's own call."""
     own = getattr(objective, "_gradients", None)
     if own is not None:
-        return own(labels, preds, sizes, weights, owner=owner, position=position, statistics=statistics)
+        with kernel_threads(owner):
+            return own(labels, preds, sizes, weights, owner=owner, position=position, statistics=statistics)
     if position is not None:
         return objective.grad_hess(labels, preds, sizes, weights, position=position)
     return objective(preds, owner) if owner is not None else objective(labels, preds, weights, sizes)

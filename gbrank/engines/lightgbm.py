@@ -102,6 +102,21 @@ def check(data) -> None:
         _CHECKED[data] = True
 
 
+# LightGBM's names of num_threads
+_THREADS = ("num_threads", "num_thread", "nthread", "nthreads", "n_jobs")
+
+
+def training_threads(data) -> int | None:
+    """How many threads LightGBM trains ``data`` with: its ``num_threads`` (any alias), which
+    the training hands to the Dataset's params; None for LightGBM's default (OpenMP's)."""
+    params = getattr(data, "params", None) or {}
+    for name in _THREADS:
+        if params.get(name) is not None:
+            threads = int(params[name])
+            return threads if threads > 0 else None
+    return None
+
+
 def check_caller():
     """The checks of :func:`check` for ``LGBMRanker``'s four-argument call; returns the
     training ``Dataset`` (None if not found), to which the objective keeps its state.

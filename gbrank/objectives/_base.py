@@ -241,8 +241,10 @@ class RankingObjective:
         """
         if _engine_of(y_pred) is None:
             owner = None if group is None else _engines.lightgbm.check_caller()
-            return self._gradients(y_true, y_pred, group, weight, owner=owner)
-        return self._from_engine(y_true, y_pred)
+            with _engines.kernel_threads(owner):
+                return self._gradients(y_true, y_pred, group, weight, owner=owner)
+        with _engines.kernel_threads(y_pred):
+            return self._from_engine(y_true, y_pred)
 
     # ----------------------------------------------------------------- internals
     def _from_engine(self, preds, data, position=None):
