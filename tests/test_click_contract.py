@@ -283,3 +283,32 @@ def test_lgb_cv_folds_take_err_label_maximum_of_the_whole_set():
     assert {labels.max() for labels, *_ in seen} == {2.0, 4.0}
     for labels, preds, group, grad in seen:
         np.testing.assert_allclose(grad, whole.grad_hess(labels, preds, group)[0], rtol=1e-12, atol=1e-15)
+
+
+def test_xgb_cv_folds_take_err_label_maximum_of_the_whole_set():
+    # an xgb.cv fold is a slice with no link to the whole set: read from cv's own frame
+    d = make_ranking(40, 10, 5, seed=12)
+    y = np.minimum(d.y, 2)
+    y[d.qid == 39] = np.arange((d.qid == 39).sum()) % 5  # the only query with labels 3 and 4: in one fold only
+    seen = []
+
+    class Recording(type(gbrank.lambdarank(measure="err"))):
+        def _gradients(self, y_true, y_pred, group, weight=None, **kwargs):
+            out = super()._gradients(y_true, y_pred, group, weight, **kwargs)
+            seen.append((np.array(y_true), np.array(y_pred), np.array(group), out[0]))
+            return out
+
+    dtrain = xgb.DMatrix(d.X, y, qid=d.qid)
+    xgb.cv({**XGB, "disable_default_eval_metric": 1}, dtrain, num_boost_round=1, nfold=3, seed=0,
+           obj=Recording("err", hess_floor=0.0))
+    whole = gbrank.lambdarank(measure="err", max_label=4, hess_floor=0.0)
+    assert len(seen) == 3 and {labels.max() for labels, *_ in seen} == {2.0, 4.0}
+    for labels, preds, group, grad in seen:
+        np.testing.assert_allclose(grad, whole.grad_hess(labels, preds, group)[0], rtol=1e-12, atol=1e-15)
+    # xgb.train on a part of the data is whole data: its own largest label
+    seen.clear()
+    part = d.qid < 20
+    xgb.train({**XGB, "disable_default_eval_metric": 1}, xgb.DMatrix(d.X[part], y[part], qid=d.qid[part]), 1,
+              obj=Recording("err", hess_floor=0.0))
+    own = gbrank.lambdarank(measure="err", max_label=2, hess_floor=0.0)
+    np.testing.assert_allclose(seen[0][3], own.grad_hess(*seen[0][:3])[0], rtol=1e-12, atol=1e-15)

@@ -12,7 +12,9 @@ XGBoost 3.2 facts this module relies on (read in its source):
   would minimise gbrank's names; :func:`maximize_early_stopping` (called by gbrank's
   metrics) sets ``maximize=True`` on the callback that watches a gbrank metric.
 * ``xgb.cv`` without ``folds`` keeps queries whole (``mkgroupfold``); with ``folds`` it
-  slices rows and refuses a DMatrix with groups itself.
+  slices rows and refuses a DMatrix with groups itself. A fold is a slice with no link to
+  the whole set, which only ``cv``'s frame holds (as ``dtrain``): :func:`read` takes the
+  whole data's statistics from there.
 * dart drops trees in ``predict(training=True)``, which ``Booster.update`` calls before the
   custom objective, so the gradients see the dropped model.
 """
@@ -20,12 +22,14 @@ XGBoost 3.2 facts this module relies on (read in its source):
 from __future__ import annotations
 
 import sys
+import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from . import positions as _positions
 from ._common import Fields, engine_of, is_builtin, start_score, watched
+from .statistics import Statistics
 
 __all__ = [
     "best_iteration",
@@ -67,7 +71,42 @@ def read(dmat, *, position: bool = False) -> Fields:
     margin = dmat.get_base_margin()
     rows = _positions.row_order(sizes) if position else None
     return Fields(labels=labels, sizes=sizes, weights=row_weights, init_score=margin if margin.size else None,
-                  position=rows)
+                  position=rows, statistics=_fold_statistics(dmat))
+
+
+# fold DMatrix -> the statistics of the whole set of its xgb.cv, or None for a whole set
+_FOLDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# frames between xgb.cv and the reader: Booster.update, CVPack.update, _PackedBooster.update,
+# the objective's call and dispatch; a few more for wrappers
+_CV_DEPTH = 12
+
+
+def _fold_statistics(dmat) -> Statistics | None:
+    """Statistics of the whole training set of the running ``xgb.cv`` when ``dmat`` is one
+    of its folds (the largest label, and the longest query as the number of row-order
+    positions); None when ``dmat`` is trained on whole. Looked up once per DMatrix."""
+    try:
+        return _FOLDS[dmat]
+    except (KeyError, TypeError):
+        pass
+    found = None
+    frame = sys._getframe(1)
+    for _ in range(_CV_DEPTH):
+        if frame is None:
+            break
+        if frame.f_code.co_name == "cv" and frame.f_globals.get("__name__") == "xgboost.training":
+            whole = frame.f_locals.get("dtrain")
+            if whole is not None and whole is not dmat and engine_of(whole) == "xgboost":
+                sizes = group_sizes(whole, purpose="to read the whole set of an xgb.cv fold")
+                found = Statistics(label_max=float(np.max(whole.get_label(), initial=0)),
+                                   n_positions=int(sizes.max(initial=1)))
+            break
+        frame = frame.f_back
+    try:
+        _FOLDS[dmat] = found
+    except TypeError:
+        pass
+    return found
 
 
 def group_sizes(dmat, *, purpose: str) -> np.ndarray:
