@@ -161,7 +161,7 @@ class BestRound:
 def kernel_threads(owner: Any) -> ContextManager[None]:
     """Where the kernels of an objective call for the training set ``owner`` run: inside
     LightGBM's training on its OpenMP team, at most as many threads as it trains with
-    (:func:`gbrank._parallel.engine_threads`), elsewhere on gbrank's pool."""
+    (``gbrank._parallel.engine_threads``), elsewhere on gbrank's pool."""
     if engine_of(owner) != "lightgbm":
         return contextlib.nullcontext()
     from .lightgbm import training_threads
