@@ -13,7 +13,7 @@ labels:
 * ``ips-pairwise-known``, ``ips-pairwise-estimated``: the pairwise loss
   ``gbrank.ips_ranknet(weighting="dcg")`` with the true and with estimated propensities;
 * ``pbm-known``, ``pbm-estimated``: the position-based model's likelihood,
-  ``gbrank.pbm_listnet`` (a softmax over the scores offset by :math:`\log\theta_p`, raw clicks
+  ``gbrank.pbm_listnet`` (a softmax over the scores offset by log(theta_p), raw clicks
   as targets: no inverse-propensity weights), with the true and with estimated propensities;
 * ``lgb-position``: LightGBM lambdarank on click counts with ``position`` (its position-bias
   model);

@@ -15,6 +15,7 @@ import pytest
 import gbrank
 from gbrank.datasets import make_ranking, simulate_clicks
 from gbrank.engines import positions as engine_positions
+from gbrank.objectives.clicks_pbm import PBMListNet
 
 LGB = {"learning_rate": 0.1, "num_leaves": 7, "verbose": -1, "num_threads": 1, "seed": 0, "min_data_in_leaf": 5}
 XGB = {"max_depth": 3, "nthread": 1, "min_child_weight": 0.0, "eta": 0.3, "base_score": 0.0}
@@ -66,7 +67,7 @@ def test_gradient_and_hessian_match_finite_differences_of_a_direct_loss(random_q
     clicks, scores, position, theta, sizes = random_queries
     obj = gbrank.pbm_listnet(propensity=theta, hess_floor=0.0)
     grad, hess = obj.grad_hess(clicks, scores, sizes, position=position)
-    loss = lambda s: direct_loss(clicks, s, position, theta, sizes)  # noqa: E731
+    loss = lambda s: direct_loss(clicks, s, position, theta, sizes)
     # the objective's loss is the multinomial negative log-likelihood -sum_i c_i log pi_i: the
     # direct loss less sum_i c_i log theta_{p_i} (over the queries with two shown rows or more)
     query = np.repeat(np.arange(sizes.size), sizes)
@@ -76,7 +77,7 @@ def test_gradient_and_hessian_match_finite_differences_of_a_direct_loss(random_q
     assert obj.loss(clicks, scores, sizes, position=position) == pytest.approx(loss(scores) - constant, rel=1e-12)
     np.testing.assert_allclose(grad, fd(loss, scores), rtol=1e-6, atol=1e-6)
     # the hessian diagonal: finite differences of the gradient
-    g = lambda s: obj.grad_hess(clicks, s, sizes, position=position)[0]  # noqa: E731
+    g = lambda s: obj.grad_hess(clicks, s, sizes, position=position)[0]
     h_fd = np.array([(g(scores + e)[i] - g(scores - e)[i]) / 2e-6 for i, e in enumerate(np.eye(scores.size) * 1e-6)])
     np.testing.assert_allclose(hess, h_fd, rtol=1e-5, atol=1e-6)
     # g = C pi - c over the shown rows, with pi the softmax of s + log theta
@@ -204,7 +205,7 @@ def test_lightgbm_natural_order_trains_as_display_order(natural, propensity):
     X, clicks, group, pos, log = natural
     order = _display_order(group, pos)
     assert not np.array_equal(order, np.arange(order.size))
-    make = lambda: gbrank.pbm_listnet(log.theta if propensity == "known" else "estimate", warmup=2, update_every=2)  # noqa: E731
+    make = lambda: gbrank.pbm_listnet(log.theta if propensity == "known" else "estimate", warmup=2, update_every=2)
     natural_model = lgb.train({**LGB, "objective": make()}, lgb.Dataset(X, clicks, group=group, position=pos), 10)
     display = lgb.train({**LGB, "objective": make()},
                         lgb.Dataset(X[order], clicks[order], group=group, position=pos[order]), 10)
@@ -218,7 +219,7 @@ def test_lightgbm_natural_order_trains_as_display_order(natural, propensity):
 
 def test_lightgbm_without_positions_names_the_fix(natural):
     lgb = pytest.importorskip("lightgbm")
-    X, clicks, group, pos, log = natural
+    X, clicks, group, _, _ = natural
     with pytest.raises(ValueError, match=r"got none: build the lgb.Dataset with position="):
         lgb.train({**LGB, "objective": gbrank.pbm_listnet()}, lgb.Dataset(X, clicks, group=group), 1)
 
@@ -247,11 +248,11 @@ def test_xgboost_with_position_equals_the_explicit_gradients(natural):
 def test_ranker_with_a_position_column(natural, engine):
     pd = pytest.importorskip("pandas")
     pytest.importorskip(engine)
-    X, clicks, group, pos, log = natural
+    X, clicks, group, pos, _ = natural
     frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
     frame["qid"] = np.repeat(np.arange(group.size), group)
     frame["position"] = pos
-    settings = dict(engine=engine, n_estimators=4, learning_rate=0.2, max_depth=3, n_jobs=1)
+    settings = {"engine": engine, "n_estimators": 4, "learning_rate": 0.2, "max_depth": 3, "n_jobs": 1}
     model = gbrank.Ranker(gbrank.pbm_listnet(warmup=1, update_every=1), **settings)
     model.fit(frame.drop(columns="position"), clicks, position=frame["position"])
     assert np.isfinite(model.objective_.propensity_[:5]).all()
@@ -272,10 +273,8 @@ def test_estimated_propensity_moves_and_a_second_training_repeats_the_first(natu
     X, clicks, group, pos, log = natural
     obj = gbrank.pbm_listnet(warmup=2, update_every=2)
     with pytest.raises(AttributeError, match="propensity_"):
-        obj.propensity_
+        _ = obj.propensity_
     params = {**LGB, "objective": obj, "learning_rate": 0.2}
-    lgb.train({**params, "objective": gbrank.pbm_listnet(warmup=100)}, lgb.Dataset(X, clicks, group=group,
-                                                                                   position=pos), 3)
     first = lgb.train(params, lgb.Dataset(X, clicks, group=group, position=pos), 12)
     theta_first = obj.propensity_
     assert theta_first.shape == (10,) and theta_first[0] == 1.0
@@ -287,7 +286,7 @@ def test_estimated_propensity_moves_and_a_second_training_repeats_the_first(natu
     # ... towards the truth, as ips_listnet's estimate does on the same data
     ips = gbrank.ips_listnet(warmup=2, update_every=2)
     lgb.train({**params, "objective": ips}, lgb.Dataset(X, clicks, group=group, position=pos), 12)
-    error = lambda t: np.abs(t[:6] / log.theta[:6] - 1).max()  # noqa: E731
+    error = lambda t: np.abs(t[:6] / log.theta[:6] - 1).max()
     assert error(theta_first) < error(start.propensity_)
     assert error(theta_first) < 2 * error(ips.propensity_) + 0.05
     second = lgb.train(params, lgb.Dataset(X, clicks, group=group, position=pos), 12)
@@ -295,3 +294,72 @@ def test_estimated_propensity_moves_and_a_second_training_repeats_the_first(natu
     np.testing.assert_array_equal(first.predict(X), second.predict(X))
     assert copy.deepcopy(obj).propensity_ is not None
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(obj)).propensity_, theta_first)
+
+
+def test_the_estimate_holds_the_slope_at_one():
+    from gbrank.objectives.propensity import estimate_propensity
+
+    rng = np.random.default_rng(0)
+    sizes = np.full(200, 6)
+    gamma = rng.uniform(0.05, 1.0, sizes.sum())
+    position = np.concatenate([rng.permutation(6) + 1 for _ in sizes])
+    theta = 1.0 / np.arange(1, 7)
+    clicks = 1000 * theta[position - 1] * gamma  # expected clicks: no noise
+    offsets = np.concatenate(([0], np.cumsum(sizes)))
+    # scores on the log-relevance scale: both recover theta
+    for fit_slope in (True, False):
+        got = estimate_propensity(np.log(gamma), clicks, position, offsets, 6, fit_slope=fit_slope, n_rounds=200)
+        np.testing.assert_allclose(got, theta, rtol=1e-6)
+    # scores on twice that scale: the slope absorbs it, held at 1 it cannot
+    free = estimate_propensity(2 * np.log(gamma), clicks, position, offsets, 6, n_rounds=200)
+    held = estimate_propensity(2 * np.log(gamma), clicks, position, offsets, 6, fit_slope=False, n_rounds=200)
+    np.testing.assert_allclose(free, theta, rtol=1e-4)
+    assert np.abs(held / theta - 1).max() > 1e-3
+    # pbm_listnet's estimate holds it, the IPS losses' fit it
+    assert gbrank.pbm_listnet()._fits_slope is False and gbrank.ips_listnet()._fits_slope is True
+
+
+# =========================================================================== Dask
+_RECORD: list = []
+
+
+class _Recording(PBMListNet):
+    """The PBM loss noting, on whichever worker, its propensity estimate (module level: Dask
+    may serialise the objective, and the copy must still write here)."""
+
+    def _gradients(self, y_true, y_pred, group, weight=None, **kwargs):
+        out = super()._gradients(y_true, y_pred, group, weight, **kwargs)
+        _RECORD.append((self.propensity_, np.size(y_true)))
+        return out
+
+
+def test_dask_estimate_sums_over_the_workers_as_one_machine():
+    pytest.importorskip("dask.dataframe")
+    distributed = pytest.importorskip("distributed")
+    xgb = pytest.importorskip("xgboost")
+    import dask.dataframe as dd
+    import pandas as pd
+
+    from gbrank import dask as gdask
+
+    record = _RECORD
+    record.clear()
+    d = make_ranking(400, 10, 20, seed=8)
+    log = simulate_clicks(d.y, d.group, X=d.X, sessions_per_query=80, top_k=10, eta=2.0, seed=4)
+    frame = pd.DataFrame(d.X, columns=[f"f{i}" for i in range(d.X.shape[1])])
+    frame["label"], frame["qid"], frame["position"] = log.clicks.astype(float), d.qid, log.position
+    params = {"max_depth": 3, "eta": 0.3, "min_child_weight": 0.0, "tree_method": "hist", "nthread": 1}
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+        client.wait_for_workers(2)
+        df = gdask.place_partitions(client, gdask.partition_queries(dd.from_pandas(frame, npartitions=2, sort=False),
+                                                                    npartitions=2))
+        gdask.train_xgboost(client, df, _Recording(warmup=1, update_every=1), position_col="position",
+                            num_boost_round=4, params=params)
+    on_workers = [estimate for estimate, n in record[-2:] if n]
+    assert len(on_workers) == 2
+    record.clear()
+    xgb.train({**params, "base_score": 0.0}, xgb.DMatrix(d.X, log.clicks.astype(float), qid=d.qid), 4,
+              obj=gbrank.engines.with_position(_Recording(warmup=1, update_every=1), log.position))
+    for estimate in on_workers:
+        np.testing.assert_allclose(estimate, record[-1][0], rtol=1e-5)
