@@ -12,6 +12,9 @@ labels:
 * ``ips-estimated``: propensities estimated jointly with the model (``propensity="estimate"``);
 * ``ips-pairwise-known``, ``ips-pairwise-estimated``: the pairwise loss
   ``gbrank.ips_ranknet(weighting="dcg")`` with the true and with estimated propensities;
+* ``pbm-known``, ``pbm-estimated``: the position-based model's likelihood,
+  ``gbrank.pbm_listnet`` (a softmax over the scores offset by log(theta_p), raw clicks
+  as targets: no inverse-propensity weights), with the true and with estimated propensities;
 * ``lgb-position``: LightGBM lambdarank on click counts with ``position`` (its position-bias
   model);
 * ``xgb-unbiased``: XGBoost ``rank:ndcg`` with ``lambdarank_unbiased`` (rows in display order);
@@ -21,7 +24,7 @@ Settings: ``all-shown`` (every document shown, the cut-off at least the longest 
 ``top10`` (a deterministic top-10 cut-off); ``top10-policy`` samples each session's ranking
 from a Plackett-Luce logging policy and trains on the policy-aware weights (``ips-policy-aware``,
 and ``ips-pairwise-policy-aware`` with the pairwise loss). ``--clip`` sets every IPS method's
-``clip`` (default none).
+``clip`` (default none; ``pbm-*`` have no weights to clip and ignore it).
 
 The table gives each method's test NDCG@10, the share of the naive-to-ceiling gap it closes
 and paired tests against ``naive`` over test queries (``gbrank.bench.stats.significance``).
@@ -49,8 +52,8 @@ from gbrank.datasets import RankingData, load_letor_fold, make_ranking, simulate
 from gbrank.metrics import ndcg
 from gbrank.objectives.propensity import estimate_propensity
 
-METHODS = ["naive", "ips-known", "ips-estimated", "ips-pairwise-known", "ips-pairwise-estimated", "lgb-position",
-           "xgb-unbiased", "ceiling", "ips-policy-aware", "ips-pairwise-policy-aware"]
+METHODS = ["naive", "ips-known", "ips-estimated", "ips-pairwise-known", "ips-pairwise-estimated", "pbm-known",
+           "pbm-estimated", "lgb-position", "xgb-unbiased", "ceiling", "ips-policy-aware", "ips-pairwise-policy-aware"]
 
 
 def pairwise(propensity="estimate", clip=None):
@@ -128,7 +131,12 @@ def run_one(train, test, *, setting, eta, sessions, rounds, seed, threads, loggi
     fit("ips-pairwise-known", ours(pairwise(log.theta, clip), clicks, position))
     estimated_pairwise = pairwise(clip=clip)
     fit("ips-pairwise-estimated", ours(estimated_pairwise, clicks, position))
-    extra["propensity"] = {"listnet": estimated.propensity_, "pairwise": estimated_pairwise.propensity_}
+    # the position-based model's likelihood: no weights, so nothing to clip
+    fit("pbm-known", ours(gbrank.pbm_listnet(propensity=log.theta), clicks, position))
+    estimated_pbm = gbrank.pbm_listnet()
+    fit("pbm-estimated", ours(estimated_pbm, clicks, position))
+    extra["propensity"] = {"listnet": estimated.propensity_, "pairwise": estimated_pairwise.propensity_,
+                           "pbm": estimated_pbm.propensity_}
     # the engines see every row at its rank in the logging order (rows past the cut-off,
     # never clicked, at ranks beyond it)
     counts = clicks[order].astype(np.int64)
@@ -149,15 +157,19 @@ def grid(etas, sessions_list, seeds, *, rounds, threads, logging_fraction, clip=
         for sessions in sessions_list:
             for seed in seeds:
                 train, test = load("generated", 1, seed)
-                per_query, _, _, seconds = run_one(train, test, setting="all-shown", eta=eta, sessions=sessions,
-                                                   rounds=rounds, seed=seed, threads=threads,
-                                                   logging_fraction=logging_fraction, clip=clip)
+                per_query, extra, log, seconds = run_one(train, test, setting="all-shown", eta=eta,
+                                                         sessions=sessions, rounds=rounds, seed=seed, threads=threads,
+                                                         logging_fraction=logging_fraction, clip=clip)
                 means = {m: float(np.mean(v)) for m, v in per_query.items()}
                 gap = means["ceiling"] - means["naive"]
+                # the largest relative error of each estimate over positions 1-10
+                error = {method: float(np.max(np.abs(extra["propensity"][objective][:10] / log.theta[:10] - 1)))
+                         for method, objective in (("ips-estimated", "listnet"), ("ips-pairwise-estimated", "pairwise"),
+                                                   ("pbm-estimated", "pbm"))}
                 for method, value in means.items():
                     rows.append({"eta": eta, "sessions": sessions, "seed": seed, "method": method, "ndcg@10": value,
                                  "gap_closed": (value - means["naive"]) / gap if gap > 0 else np.nan,
-                                 "seconds": seconds[method]})
+                                 "seconds": seconds[method], "propensity_error": error.get(method, np.nan)})
                 print(f"eta={eta:g} sessions={sessions} seed={seed}: " + ", ".join(
                     f"{m} {100 * r['gap_closed']:.0f}% ({r['seconds']:.1f} s)" for m, r in
                     ((r["method"], r) for r in rows[-len(means):])), flush=True)
@@ -179,6 +191,17 @@ def grid_table(results: pd.DataFrame) -> str:
             cells.append(f"{100 * g['gap_closed'].mean():.0f}% [{100 * g['gap_closed'].min():.0f}, "
                          f"{100 * g['gap_closed'].max():.0f}] {g['seconds'].mean():.1f} s")
         lines.append(f"| {eta:g} | {sessions} | {ndcg['naive']:.3f} → {ndcg['ceiling']:.3f} | " + " | ".join(cells) + " |")
+    if "propensity_error" in results.columns:
+        # how far each estimate is from the true propensities: largest relative error, positions 1-10
+        estimated = [m for m in methods if results.loc[results["method"] == m, "propensity_error"].notna().any()]
+        lines += ["", "| eta | sessions | " + " | ".join(f"{m}: estimate's error" for m in estimated) + " |",
+                  "|---|---|" + "---:|" * len(estimated)]
+        for (eta, sessions), part in results.groupby(["eta", "sessions"], sort=True):
+            cells = []
+            for m in estimated:
+                e = part.loc[part["method"] == m, "propensity_error"]
+                cells.append(f"{100 * e.mean():.0f}% [{100 * e.min():.0f}, {100 * e.max():.0f}]")
+            lines.append(f"| {eta:g} | {sessions} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -14,7 +14,8 @@ from gbrank.objectives import registry
 
 # The one argument that picks the variant may be passed by position; all others are keyword-only.
 SELECTORS = {"lambdarank": "measure", "lambdaloss": "weighting", "plackett_luce": "position_weights",
-             "ips_listnet": "propensity", "ips_ranknet": "propensity"}
+             "ips_listnet": "propensity", "ips_ranknet": "propensity",
+             "pbm_listnet": "propensity"}
 
 
 def _signature(name):

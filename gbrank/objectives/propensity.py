@@ -105,14 +105,15 @@ def _scores_constant_per_query(scores, offsets) -> bool:
 
 
 def estimate_propensity(scores, clicks, position, offsets, n_positions: int, *, n_rounds: int = 30,
-                        reduce=None) -> np.ndarray:
+                        reduce=None, fit_slope: bool = True) -> np.ndarray:
     r"""Propensities :math:`\hat\theta_p`, p = 1..n_positions, relative to the top-most position
     with clicks (position 1 wherever it is shown), from clicks and the model's scores (see the
     module documentation; ``n_rounds`` alternations).
 
     Fits :math:`E[c_i] = \theta_{p_i} \kappa_q e^{a s_i}` by Poisson quasi-likelihood with
     alternating exact updates of :math:`\kappa` and :math:`\theta` and a Newton step in
-    :math:`a`. Positions without clicks get NaN. The rows may be one worker's part of the
+    :math:`a` (``fit_slope=False`` holds :math:`a = 1`, for a loss whose scores are this
+    model's log-relevance: :func:`gbrank.pbm_listnet`). Positions without clicks get NaN. The rows may be one worker's part of the
     training data (whole queries): ``reduce`` then sums the per-position and slope sums over
     the workers (:class:`gbrank.engines.Statistics`), which all call this together, so that
     every worker gets the estimate of the whole data.
@@ -135,6 +136,8 @@ def estimate_propensity(scores, clicks, position, offsets, n_positions: int, *, 
         kappa = query_clicks / np.maximum(np.bincount(q, weights=theta[p] * e, minlength=n_queries), 1e-300)
         mu_pos = sum_over_workers(np.bincount(p, weights=kappa[q] * e, minlength=n_positions), reduce)
         theta = np.where(mu_pos > 0, position_clicks / np.maximum(mu_pos, 1e-300), 0.0)
+        if not fit_slope:
+            continue
         mu = theta[p] * kappa[q] * e
         step, curvature = sum_over_workers(np.array([np.sum(s * (c - mu)), np.sum(s * s * mu)]), reduce)
         if curvature > 0:
@@ -186,6 +189,11 @@ class ClickObjective(RankingObjective):
     #: weights of its clicks differ: dropping it would bias the inverse-propensity estimate,
     #: whose expectation is the loss on the relevance probabilities of every query.
     ignores_orderless_queries = False
+    #: Whether the propensity estimate fits the slope a of the relevance link
+    #: gamma = kappa_q exp(a s) (for losses whose scores are not on the log-relevance scale),
+    #: or holds a = 1 (a loss that is the click model's own likelihood: its scores are the
+    #: log-relevance, and estimating the propensities is the other half of maximising it).
+    _fits_slope = True
 
     def __init__(
         self,
@@ -374,7 +382,8 @@ class ClickObjective(RankingObjective):
             fit.calls += 1
         if t >= self.warmup and (t - self.warmup) % self.update_every == 0:
             theta = estimate_propensity(
-                scores, state["clicks"], state["position"], state["offsets"], fit.theta.size, reduce=state["reduce"]
+                scores, state["clicks"], state["position"], state["offsets"], fit.theta.size, reduce=state["reduce"],
+                fit_slope=self._fits_slope,
             )
             with self._lock:
                 keep = np.isnan(theta)

@@ -207,6 +207,8 @@ _GUIDES = {
                          _EXACT, _LINEAR),
     "ips_ranknet": Guide("clicks", "IPS RankNet", "Joachims et al. 2017", "inverse-propensity weighted pairs on clicks",
                          _FROZEN, _QUADRATIC),
+    "pbm_listnet": Guide("objectives/pbm-listnet", "PBM softmax", "Guo et al. 2019; Wang et al. 2018",
+                         "position-based model likelihood on clicks (propensities as score offsets)", _EXACT, _LINEAR),
 }
 
 _PL = "gbrank.objectives.plackett_luce"
@@ -256,6 +258,11 @@ for _spec in (
     ObjectiveSpec("ips_ranknet", "gbrank.objectives.clicks_pairwise", "clicks",
                   "IPS pairwise RankNet/DCG loss on clicks with known or jointly estimated propensities (Joachims et al. 2017)",
                   labels="any", examples=({"propensity": None}, {"propensity": None, "weighting": "dcg"}),
+                  in_default_bench=False),
+    ObjectiveSpec("pbm_listnet", "gbrank.objectives.clicks_pbm", "clicks",
+                  "Position-based model likelihood on clicks: softmax over scores offset by log propensity, "
+                  "known or jointly estimated (Guo et al. 2019)",
+                  labels="any", examples=({"propensity": None},),
                   in_default_bench=False),
 ):
     register(_spec if _spec.guide is not None else replace(_spec, guide=_GUIDES.get(_spec.name)))
