@@ -48,24 +48,28 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from .._docstrings import fill_doc, objective_example
+from .._parallel import over_queries
 from .listnet import _top1
 from .propensity import ClickObjective, click_doc
 
 __all__ = ["IPSListNet", "ips_listnet"]
 
 
-@njit(parallel=True, cache=True)
 def ips_softmax_kernel(scores, weight, offsets, grad, hess, want_loss):
     """Per-query IPS softmax: g = W pi - w, h = W pi (1 - pi); returns the per-query loss."""
-    n_queries = offsets.shape[0] - 1
-    loss = np.zeros(n_queries)
-    target = np.empty(scores.shape[0])
-    for q in prange(n_queries):
-        loss[q] = _ips_query(scores, weight, target, offsets[q], offsets[q + 1], grad, hess, want_loss)
+    loss = np.empty(offsets.shape[0] - 1)
+    over_queries(_ips_block, offsets, scores, weight, np.empty(scores.shape[0]), offsets, grad, hess, want_loss, loss)
     return loss
+
+
+@njit(cache=True, nogil=True)
+def _ips_block(q0, q1, scores, weight, target, offsets, grad, hess, want_loss, loss):
+    # a block kernel of gbrank._parallel: inside LightGBM's training, on its awake OpenMP team
+    for q in range(q0, q1):
+        loss[q] = _ips_query(scores, weight, target, offsets[q], offsets[q + 1], grad, hess, want_loss)
 
 
 @njit(cache=True)
