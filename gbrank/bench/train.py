@@ -287,6 +287,29 @@ def _engine_result(scores, evaluator: TimedMetric, objective, *, n_iterations: i
     )
 
 
+def _train(engine, params, dtrain, objective, evaluator: TimedMetric, rounds, early_stopping, callbacks,
+           **validation):
+    """``engine.train`` (an adapter of :mod:`gbrank.engines`) with the settings both engines
+    share, and its time less the metric's (see the module notes): ``(booster, best, seconds)``.
+
+    ``validation`` holds the engine's own arguments for the validation set and the metric.
+    ``early_stopping`` is a number of rounds, or None or 0 for none (the callers pass None
+    without a validation set).
+    """
+    start = time.perf_counter()
+    booster, best = engine.train(
+        params,
+        dtrain,
+        objective,
+        num_boost_round=rounds,
+        metric_names=[evaluator.name],
+        early_stopping_rounds=early_stopping or None,
+        callbacks=callbacks,
+        **validation,
+    )
+    return booster, best, time.perf_counter() - start - evaluator.seconds
+
+
 def _fit_lightgbm(method, cache, rounds, early_stopping, seed, metric, metric_name, callbacks, gain) -> FitResult:
     from ..engines import lightgbm as engine
 
@@ -298,20 +321,10 @@ def _fit_lightgbm(method, cache, rounds, early_stopping, seed, metric, metric_na
     objective = _objective(method, seed, gain)
     evaluator = TimedMetric(metric_name, metric)
     valid = [] if dvalid is None else [dvalid]
-    start = time.perf_counter()
-    booster, best = engine.train(
-        params,
-        dtrain,
-        objective,
-        num_boost_round=rounds,
-        valid=valid,
-        valid_names=["valid"][: len(valid)],
-        feval=evaluator.lightgbm if valid else None,
-        metric_names=[metric_name],
-        early_stopping_rounds=early_stopping if valid and early_stopping else None,
-        callbacks=callbacks,
+    booster, best, seconds = _train(
+        engine, params, dtrain, objective, evaluator, rounds, early_stopping if valid else None, callbacks,
+        valid=valid, valid_names=["valid"][: len(valid)], feval=evaluator.lightgbm if valid else None,
     )
-    seconds = time.perf_counter() - start - evaluator.seconds
     # lgb.train keeps only the trees up to the best iteration, so count the evaluations
     n_iterations = len(evaluator.values) if valid else booster.current_iteration()
     scores = engine.predict(booster, cache.fold.test.X, best)
@@ -330,19 +343,10 @@ def _fit_xgboost(method, cache, rounds, early_stopping, seed, metric, metric_nam
         params.update(method.kwargs)
     evaluator = TimedMetric(metric_name, metric)
     evals = [] if dvalid is None else [(dvalid, "valid")]
-    start = time.perf_counter()
-    booster, best = engine.train(
-        params,
-        dtrain,
-        objective,
-        num_boost_round=rounds,
-        evals=evals,
-        custom_metric=evaluator.xgboost if evals else None,
-        metric_names=[metric_name],
-        early_stopping_rounds=early_stopping if evals and early_stopping else None,
-        callbacks=callbacks,
+    booster, best, seconds = _train(
+        engine, params, dtrain, objective, evaluator, rounds, early_stopping if evals else None, callbacks,
+        evals=evals, custom_metric=evaluator.xgboost if evals else None,
     )
-    seconds = time.perf_counter() - start - evaluator.seconds
     n_iterations = booster.num_boosted_rounds()
     scores = engine.predict(booster, dtest, best)
     return _engine_result(scores, evaluator, objective, n_iterations=n_iterations, best=best, seconds=seconds)

@@ -2,57 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
-from numba import njit, prange
-
 from ._common import NoRelevant, binary_metric, check_binary, check_choice, shared_doc
-from ._ranking import chunk_bounds, chunk_count, count_above, cutoff, rank_top, scratch, tie_block
+from ._precision_kernel import AVERAGE_PRECISION, precision_kernel
 
 __all__ = ["mean_average_precision"]
 
 DENOMINATORS = {"min_rk": 0, "R": 1}
-
-
-@njit(cache=True)
-def _ap_query(labels, scores, lo, hi, k, threshold, by_r, fill, buffers, by_sort, average):
-    kk = cutoff(k, lo, hi)
-    n_rel = count_above(labels, lo, hi, threshold)
-    if n_rel == 0:
-        return fill
-    order = rank_top(scores, lo, hi, kk, buffers, by_sort)
-    total = 0.0
-    if average is None:
-        hits = 0
-        for r in range(kk):
-            if labels[lo + order[r]] > threshold:
-                hits += 1
-                total += hits / (r + 1.0)
-        return total / (n_rel if by_r else min(n_rel, kk))
-    # Block at ranks s+1..s+m holding c relevant documents, h relevant before it:
-    # E[rel(s+t) * hits(s+t)] = c/m (h + 1) + (t - 1) c (c - 1) / (m (m - 1)).
-    start = 0
-    hits_before = 0
-    while start < kk:
-        end, m, _, c = tie_block(scores, labels, lo, hi, order, start, kk, threshold)
-        if c > 0:
-            p_rel = c / m
-            p_pair = c * (c - 1) / (m * (m - 1)) if m > 1 else 0.0
-            for t in range(1, end - start + 1):
-                total += (p_rel * (hits_before + 1) + (t - 1) * p_pair) / (start + t)
-        hits_before += c
-        start = end
-    return total / (n_rel if by_r else min(n_rel, kk))
-
-
-@njit(parallel=True, cache=True)
-def _ap_kernel(labels, scores, kmax, longest, by_sort, average, offsets, k, threshold, by_r, fill):
-    out = np.empty(offsets.size - 1)
-    for chunk in prange(chunk_count(out.size)):
-        buffers = scratch(kmax, longest)
-        for q in range(*chunk_bounds(chunk, out.size)):
-            out[q] = _ap_query(labels, scores, offsets[q], offsets[q + 1], k, threshold,
-                               by_r, fill, buffers, by_sort, average)
-    return out
 
 
 def _check_options(k, *, ties="input", no_relevant=1.0, denominator="min_rk", relevance_threshold=0.0):
@@ -97,4 +52,4 @@ def mean_average_precision(y_true, y_pred, group, k: int | None = None, *, ties:
     """
     options = _check_options(k, ties=ties, no_relevant=no_relevant, denominator=denominator,
                              relevance_threshold=relevance_threshold)
-    return binary_metric(_ap_kernel, y_true, y_pred, group, options, per_query)
+    return binary_metric(precision_kernel, y_true, y_pred, group, (*options, AVERAGE_PRECISION), per_query)

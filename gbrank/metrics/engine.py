@@ -280,12 +280,33 @@ def make_metrics(
 
 
 def lightgbm_feval(metrics, **conventions):
-    """``make_metrics(metrics, **conventions).lightgbm``: a ``feval`` for ``lightgbm.train``."""
+    """``make_metrics(metrics, **conventions).lightgbm``: a ``feval`` for ``lightgbm.train``.
+
+    Examples
+    --------
+    >>> import lightgbm as lgb
+    >>> import numpy as np
+    >>> from gbrank.metrics import lightgbm_feval
+    >>> data = lgb.Dataset(np.arange(4.0).reshape(-1, 1), label=[2, 0, 1, 0], group=[4],
+    ...                    params={"verbose": -1}).construct()
+    >>> [(name, round(value, 4), higher)
+    ...  for name, value, higher in lightgbm_feval("ndcg@3")(np.array([0.5, 1.0, -0.5, 0.2]), data)]
+    [('gbrank-ndcg@3', 0.5213, True)]
+    """
     return make_metrics(metrics, **conventions).lightgbm
 
 
 def lgbm_ranker_metric(metrics, **conventions):
-    """``make_metrics(metrics, **conventions).lgbm_ranker``: ``eval_metric`` for ``LGBMRanker``."""
+    """``make_metrics(metrics, **conventions).lgbm_ranker``: ``eval_metric`` for ``LGBMRanker``.
+
+    Examples
+    --------
+    >>> from gbrank.metrics import lgbm_ranker_metric
+    >>> metric = lgbm_ranker_metric("map@3")
+    >>> [(name, round(value, 4), higher)
+    ...  for name, value, higher in metric([2, 0, 1, 0], [0.5, 1.0, -0.5, 0.2], None, [4])]
+    [('gbrank-map@3', 0.25, True)]
+    """
     return make_metrics(metrics, **conventions).lgbm_ranker
 
 
@@ -295,5 +316,14 @@ def xgboost_metric(metrics, **conventions):
     ``xgb.train(..., early_stopping_rounds=n)`` maximizes it without ``maximize=True``
     (see the module notes); ``make_metrics(...).xgboost_early_stopping(rounds)`` also picks
     the metric by gbrank's rule.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xgboost as xgb
+    >>> from gbrank.metrics import xgboost_metric
+    >>> dmat = xgb.DMatrix(np.arange(4.0).reshape(-1, 1), label=[2, 0, 1, 0], group=[4])
+    >>> [(name, round(value, 4)) for name, value in xgboost_metric("ndcg@3")(np.array([0.5, 1.0, -0.5, 0.2]), dmat)]
+    [('gbrank-ndcg@3', 0.5213)]
     """
     return make_metrics(metrics, **conventions).xgboost

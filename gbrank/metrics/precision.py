@@ -2,51 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
-from numba import njit, prange
-
 from ._common import NoRelevant, binary_metric, check_binary, check_choice, shared_doc
-from ._ranking import chunk_bounds, chunk_count, count_above, cutoff, rank_top, scratch, tie_block
+from ._precision_kernel import PRECISION, precision_kernel
 
 __all__ = ["precision_at_k"]
 
 DIVIDE_BY = {"k": 0, "min_kn": 1}
-
-
-@njit(cache=True)
-def _precision_query(
-    labels, scores, lo, hi, k, threshold, shrink, fill, buffers, by_sort, average
-):
-    kk = cutoff(k, lo, hi)
-    if count_above(labels, lo, hi, threshold) == 0:
-        return fill
-    order = rank_top(scores, lo, hi, kk, buffers, by_sort)
-    hits = 0.0
-    if average is None:
-        for r in range(kk):
-            if labels[lo + order[r]] > threshold:
-                hits += 1.0
-    else:
-        # Each rank of a tied block holds a relevant document with probability c / m.
-        start = 0
-        while start < kk:
-            end, m, _, c = tie_block(scores, labels, lo, hi, order, start, kk, threshold)
-            hits += c * (end - start) / m
-            start = end
-    if k == 0:
-        return hits / (hi - lo)
-    return hits / (kk if shrink else k)
-
-
-@njit(parallel=True, cache=True)
-def _precision_kernel(labels, scores, kmax, longest, by_sort, average, offsets, k, threshold, shrink, fill):
-    out = np.empty(offsets.size - 1)
-    for chunk in prange(chunk_count(out.size)):
-        buffers = scratch(kmax, longest)
-        for q in range(*chunk_bounds(chunk, out.size)):
-            out[q] = _precision_query(labels, scores, offsets[q], offsets[q + 1], k, threshold,
-                                      shrink, fill, buffers, by_sort, average)
-    return out
 
 
 def _check_options(k, *, ties="input", no_relevant=1.0, relevance_threshold=0.0, divide_by="k"):
@@ -89,4 +50,4 @@ def precision_at_k(y_true, y_pred, group, k: int | None = None, *, ties: str = "
     """
     options = _check_options(k, ties=ties, no_relevant=no_relevant, relevance_threshold=relevance_threshold,
                              divide_by=divide_by)
-    return binary_metric(_precision_kernel, y_true, y_pred, group, options, per_query)
+    return binary_metric(precision_kernel, y_true, y_pred, group, (*options, PRECISION), per_query)
