@@ -264,18 +264,26 @@ def test_every_click_snippet_in_the_docs_runs_as_pasted():
 
 
 # ----------------------------------------------------------------------------- whole-data statistics
-def test_lgb_cv_folds_take_err_label_maximum_of_the_whole_set():
-    d = make_ranking(40, 10, 5, seed=12)
-    y = np.minimum(d.y, 2)
-    y[d.qid == 39] = np.arange((d.qid == 39).sum()) % 5  # the only query with labels 3 and 4: in one fold only
-    folds = gbrank.engines.query_folds(d.group, nfold=2, shuffle=False)
-    seen = []
+def _recording_err(seen):
+    """``lambdarank(measure="err")``'s class, recording each call's labels, scores, groups and
+    gradients in ``seen``."""
 
     class Recording(type(gbrank.lambdarank(measure="err"))):
         def _gradients(self, y_true, y_pred, group, weight=None, **kwargs):
             out = super()._gradients(y_true, y_pred, group, weight, **kwargs)
             seen.append((np.array(y_true), np.array(y_pred), np.array(group), out[0]))
             return out
+
+    return Recording
+
+
+def test_lgb_cv_folds_take_err_label_maximum_of_the_whole_set():
+    d = make_ranking(40, 10, 5, seed=12)
+    y = np.minimum(d.y, 2)
+    y[d.qid == 39] = np.arange((d.qid == 39).sum()) % 5  # the only query with labels 3 and 4: in one fold only
+    folds = gbrank.engines.query_folds(d.group, nfold=2, shuffle=False)
+    seen = []
+    Recording = _recording_err(seen)
 
     lgb.cv({**LGB, "objective": Recording("err", hess_floor=0.0), "metric": "None", "min_data_in_leaf": 2},
            lgb.Dataset(d.X, y, group=d.group), num_boost_round=1, folds=folds)
@@ -291,12 +299,7 @@ def test_xgb_cv_folds_take_err_label_maximum_of_the_whole_set():
     y = np.minimum(d.y, 2)
     y[d.qid == 39] = np.arange((d.qid == 39).sum()) % 5  # the only query with labels 3 and 4: in one fold only
     seen = []
-
-    class Recording(type(gbrank.lambdarank(measure="err"))):
-        def _gradients(self, y_true, y_pred, group, weight=None, **kwargs):
-            out = super()._gradients(y_true, y_pred, group, weight, **kwargs)
-            seen.append((np.array(y_true), np.array(y_pred), np.array(group), out[0]))
-            return out
+    Recording = _recording_err(seen)
 
     dtrain = xgb.DMatrix(d.X, y, qid=d.qid)
     xgb.cv({**XGB, "disable_default_eval_metric": 1}, dtrain, num_boost_round=1, nfold=3, seed=0,

@@ -12,6 +12,7 @@ import pytest
 import gbrank
 from gbrank.datasets import click_probability, make_ranking, simulate_clicks
 from gbrank.objectives.propensity import estimate_propensity
+from helpers import fd_gradient
 
 
 def direct_loss(weights, scores, sizes):
@@ -25,10 +26,6 @@ def direct_loss(weights, scores, sizes):
             total += float(np.sum(w * (logsumexp(s) - s)))
         start += n
     return total
-
-
-def fd(f, x, h=1e-6):
-    return np.array([(f(x + e) - f(x - e)) / (2 * h) for e in np.eye(x.size) * h])
 
 
 # =========================================================================== simulation
@@ -127,7 +124,7 @@ def test_gradient_and_hessian_match_finite_differences_of_a_direct_loss(tiny):
     w = clicks / theta[pos - 1]
     f = lambda x: direct_loss(w, x, sizes)  # noqa: E731
     np.testing.assert_allclose(obj.loss(clicks, s, sizes, position=pos), f(s), rtol=1e-12)
-    np.testing.assert_allclose(grad, fd(f, s), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(grad, fd_gradient(f, s), rtol=1e-6, atol=1e-7)
     h = 1e-4
     second = np.array([(f(s + e) - 2 * f(s) + f(s - e)) / h**2 for e in np.eye(s.size) * h])
     np.testing.assert_allclose(hess, second, rtol=1e-4, atol=1e-5)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import gbrank
+from helpers import fd_gradient
 
 
 def direct_loss(clicks, position, theta, scores, sizes, *, dcg=False, at=None, sigma=1.0):
@@ -29,10 +30,6 @@ def direct_loss(clicks, position, theta, scores, sizes, *, dcg=False, at=None, s
                     total += w * discount * np.logaddexp(0.0, -sigma * (scores[i] - scores[j])) / np.log(2.0)
         start += n
     return total
-
-
-def fd(f, x, h=1e-6):
-    return np.array([(f(x + e) - f(x - e)) / (2 * h) for e in np.eye(x.size) * h])
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +55,7 @@ def test_gradient_and_hessian_match_finite_differences_of_a_direct_loss(case, we
     np.testing.assert_allclose(obj.loss(clicks, s, sizes, position=pos), f(s), rtol=1e-12)
     np.testing.assert_allclose(obj.fixed_weight_loss(clicks, s + 0.3 * np.cos(s), sizes, s, position=pos),
                                f(s + 0.3 * np.cos(s)), rtol=1e-12)
-    np.testing.assert_allclose(grad, fd(f, s), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(grad, fd_gradient(f, s), rtol=1e-6, atol=1e-7)
     h = 1e-4
     second = np.array([(f(s + e) - 2 * f(s) + f(s - e)) / h**2 for e in np.eye(s.size) * h])
     np.testing.assert_allclose(hess, second, rtol=1e-4, atol=1e-5)

@@ -16,6 +16,7 @@ import gbrank
 from gbrank.datasets import make_ranking, simulate_clicks
 from gbrank.engines import positions as engine_positions
 from gbrank.objectives.clicks_pbm import PBMListNet
+from helpers import fd_gradient
 
 LGB = {"learning_rate": 0.1, "num_leaves": 7, "verbose": -1, "num_threads": 1, "seed": 0, "min_data_in_leaf": 5}
 XGB = {"max_depth": 3, "nthread": 1, "min_child_weight": 0.0, "eta": 0.3, "base_score": 0.0}
@@ -41,10 +42,6 @@ def direct_loss(clicks, scores, position, theta, sizes):
             total += float(np.sum(c[shown] * (np.log(np.sum(t * np.exp(s[shown]))) - s[shown])))
         start += n
     return total
-
-
-def fd(f, x, h=1e-6):
-    return np.array([(f(x + e) - f(x - e)) / (2 * h) for e in np.eye(x.size) * h])
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +72,7 @@ def test_gradient_and_hessian_match_finite_differences_of_a_direct_loss(random_q
     counted = shown & (np.bincount(query[shown], minlength=sizes.size) >= 2)[query]
     constant = np.sum(clicks[counted] * np.log(theta[position[counted] - 1]))
     assert obj.loss(clicks, scores, sizes, position=position) == pytest.approx(loss(scores) - constant, rel=1e-12)
-    np.testing.assert_allclose(grad, fd(loss, scores), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(grad, fd_gradient(loss, scores), rtol=1e-6, atol=1e-6)
     # the hessian diagonal: finite differences of the gradient
     g = lambda s: obj.grad_hess(clicks, s, sizes, position=position)[0]
     h_fd = np.array([(g(scores + e)[i] - g(scores - e)[i]) / 2e-6 for i, e in enumerate(np.eye(scores.size) * 1e-6)])
@@ -323,6 +320,10 @@ def test_the_estimate_holds_the_slope_at_one():
 _RECORD: list = []
 
 
+def _recording():
+    return _Recording("estimate", clip=None, warmup=1, update_every=1, hess_floor=1e-6, hess_scale=1.0)
+
+
 class _Recording(PBMListNet):
     """The PBM loss noting, on whichever worker, its propensity estimate (module level: Dask
     may serialise the objective, and the copy must still write here)."""
@@ -354,12 +355,12 @@ def test_dask_estimate_sums_over_the_workers_as_one_machine():
         client.wait_for_workers(2)
         df = gdask.place_partitions(client, gdask.partition_queries(dd.from_pandas(frame, npartitions=2, sort=False),
                                                                     npartitions=2))
-        gdask.train_xgboost(client, df, _Recording(warmup=1, update_every=1), position_col="position",
+        gdask.train_xgboost(client, df, _recording(), position_col="position",
                             num_boost_round=4, params=params)
     on_workers = [estimate for estimate, n in record[-2:] if n]
     assert len(on_workers) == 2
     record.clear()
     xgb.train({**params, "base_score": 0.0}, xgb.DMatrix(d.X, log.clicks.astype(float), qid=d.qid), 4,
-              obj=gbrank.engines.with_position(_Recording(warmup=1, update_every=1), log.position))
+              obj=gbrank.engines.with_position(_recording(), log.position))
     for estimate in on_workers:
         np.testing.assert_allclose(estimate, record[-1][0], rtol=1e-5)

@@ -69,8 +69,7 @@ class IPSRankNet(ClickObjective):
 
     factory = "ips_ranknet"
 
-    def __init__(self, propensity: Any = "estimate", *, weighting: str = "constant", sigma: float = 1.0,
-                 **settings: Any) -> None:
+    def __init__(self, propensity: Any, *, weighting: str, sigma: float, **settings: Any) -> None:
         # settings: those of every click objective (clip, warmup, update_every, hess_floor, hess_scale)
         super().__init__(propensity, **settings)
         self.weighting = check_choice("weighting", weighting, WEIGHTINGS)

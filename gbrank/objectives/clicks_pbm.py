@@ -70,14 +70,14 @@ class PBMListNet(ClickObjective):
     #: re-estimation alternate on one likelihood.
     _fits_slope = False
 
-    def __init__(self, propensity: Any = "estimate", *, clip: float | None = None, **settings: Any) -> None:
+    def __init__(self, propensity: Any, *, clip: float | None, **settings: Any) -> None:
         if clip is not None:
             raise ValueError(
                 "pbm_listnet has no inverse-propensity weights to clip: the propensities enter as offsets "
                 "log(theta) of the scores and every click counts once, so a deep position adds no variance; "
                 "use clip with ips_listnet or ips_ranknet"
             )
-        super().__init__(propensity, **settings)
+        super().__init__(propensity, clip=None, **settings)
 
     def _set_weights(self, state, theta):
         # the clicks themselves are the targets; ``inverse`` keeps 1 / theta for the offsets

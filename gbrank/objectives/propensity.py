@@ -195,16 +195,9 @@ class ClickObjective(RankingObjective):
     #: log-relevance, and estimating the propensities is the other half of maximising it).
     _fits_slope = True
 
-    def __init__(
-        self,
-        propensity: Any = "estimate",
-        *,
-        clip: float | None = None,
-        warmup: int = 10,
-        update_every: int = 5,
-        hess_floor: float = 1e-6,
-        hess_scale: float = 1.0,
-    ) -> None:
+    # no defaults: the factories state them, once each
+    def __init__(self, propensity: Any, *, clip: float | None, warmup: int, update_every: int, hess_floor: float,
+                 hess_scale: float) -> None:
         super().__init__(hess_floor=hess_floor, hess_scale=hess_scale)
         self.propensity = _check_propensity(propensity)
         if clip is not None and propensity is None:
