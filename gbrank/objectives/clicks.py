@@ -47,46 +47,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-from numba import njit
-
 from .._docstrings import fill_doc, objective_example
-from .._parallel import over_queries
-from .listnet import _top1
+from .listnet import weighted_top1_kernel
 from .propensity import ClickObjective, click_doc
 
 __all__ = ["IPSListNet", "ips_listnet"]
-
-
-def ips_softmax_kernel(scores, weight, offsets, grad, hess, want_loss):
-    """Per-query IPS softmax: g = W pi - w, h = W pi (1 - pi); returns the per-query loss."""
-    loss = np.empty(offsets.shape[0] - 1)
-    over_queries(_ips_block, offsets, scores, weight, np.empty(scores.shape[0]), offsets, grad, hess, want_loss, loss)
-    return loss
-
-
-@njit(cache=True, nogil=True)
-def _ips_block(q0, q1, scores, weight, target, offsets, grad, hess, want_loss, loss):
-    # a block kernel of gbrank._parallel: inside LightGBM's training, on its awake OpenMP team
-    for q in range(q0, q1):
-        loss[q] = _ips_query(scores, weight, target, offsets[q], offsets[q + 1], grad, hess, want_loss)
-
-
-@njit(cache=True)
-def _ips_query(scores, weight, target, start, end, grad, hess, want_loss):
-    total = 0.0
-    for i in range(start, end):
-        total += weight[i]
-    if total == 0.0 or end - start < 2:
-        return 0.0
-    # ListNet's top-one loss with the normalised target w / W, scaled back by W
-    for i in range(start, end):
-        target[i] = weight[i] / total
-    loss = _top1(scores, target, start, end, grad, hess, want_loss)
-    for i in range(start, end):
-        grad[i] *= total
-        hess[i] *= total
-    return loss * total
 
 
 class IPSListNet(ClickObjective):
@@ -95,7 +60,7 @@ class IPSListNet(ClickObjective):
     factory = "ips_listnet"
 
     def _kernel(self, state, scores, at, weight, inverse, offsets, grad, hess, want_loss):
-        return ips_softmax_kernel(scores, weight, offsets, grad, hess, want_loss)
+        return weighted_top1_kernel(scores, weight, offsets, grad, hess, want_loss)
 
 
 @click_doc

@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 
 from .._docstrings import fill_doc, objective_example
-from .clicks import ips_softmax_kernel
+from .listnet import weighted_top1_kernel
 from .propensity import ClickObjective, click_doc
 
 __all__ = ["PBMListNet", "pbm_listnet"]
@@ -88,7 +88,7 @@ class PBMListNet(ClickObjective):
         if inverse is not None:
             # log theta_p = -log(1 / theta_p): every row here is shown (inverse > 0)
             scores = scores - np.log(inverse)
-        return ips_softmax_kernel(scores, weight, offsets, grad, hess, want_loss)
+        return weighted_top1_kernel(scores, weight, offsets, grad, hess, want_loss)
 
 
 @click_doc

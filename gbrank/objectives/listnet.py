@@ -191,6 +191,38 @@ def _top1(s, top1, start, end, grad, hess, want_loss):
     return loss
 
 
+def weighted_top1_kernel(scores, weight, offsets, grad, hess, want_loss):
+    """The top-one loss with unnormalised targets ``weight`` (the click losses' softmax):
+    g = W pi - w, h = W pi (1 - pi) per query, W its weights' sum; returns the per-query loss."""
+    loss = np.empty(offsets.shape[0] - 1)
+    over_queries(_weighted_top1_block, offsets, scores, weight, np.empty(scores.shape[0]), offsets, grad, hess,
+                 want_loss, loss)
+    return loss
+
+
+@njit(cache=True, nogil=True)
+def _weighted_top1_block(q0, q1, scores, weight, target, offsets, grad, hess, want_loss, loss):
+    for q in range(q0, q1):
+        loss[q] = _weighted_top1_query(scores, weight, target, offsets[q], offsets[q + 1], grad, hess, want_loss)
+
+
+@njit(cache=True)
+def _weighted_top1_query(scores, weight, target, start, end, grad, hess, want_loss):
+    total = 0.0
+    for i in range(start, end):
+        total += weight[i]
+    if total == 0.0 or end - start < 2:
+        return 0.0
+    # ListNet's top-one loss with the normalised target w / W, scaled back by W
+    for i in range(start, end):
+        target[i] = weight[i] / total
+    loss = _top1(scores, target, start, end, grad, hess, want_loss)
+    for i in range(start, end):
+        grad[i] *= total
+        hess[i] *= total
+    return loss * total
+
+
 @njit(cache=True)
 def _top2(s, top1, top2, start, end, grad, hess, want_loss):
     top = _argmax(s, start, end)
