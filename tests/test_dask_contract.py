@@ -78,6 +78,10 @@ class RecordingERR(LambdaRank):
         return out
 
 
+def recording_clicks():
+    return RecordingClicks("estimate", clip=None, warmup=1, update_every=1, hess_floor=1e-6, hess_scale=1.0)
+
+
 class RecordingClicks(IPSListNet):
     """IPS softmax loss that notes, on whichever worker, its propensity estimate."""
 
@@ -124,14 +128,14 @@ def test_propensities_are_estimated_over_all_workers(client):
     rounds = 4
     df = placed(client, frame_of(d.X, log.clicks.astype(float), d.qid, position=log.position))
     RECORD.clear()
-    gdask.train_xgboost(client, df, RecordingClicks(warmup=1, update_every=1), position_col="position",
+    gdask.train_xgboost(client, df, recording_clicks(), position_col="position",
                         num_boost_round=rounds, params=XGB)
     last_round = [r for r in RECORD[-2:] if r[1]]
     # the last round's gradients: one call on each worker that place_partitions gave rows
     assert sorted(worker for _, _, worker in last_round) == sorted(held_by(client, df))
     distributed_estimates = [estimate for estimate, _, _ in last_round]
     # one machine, the same rows in the same order (partition_queries sorts by query id)
-    local = RecordingClicks(warmup=1, update_every=1)
+    local = recording_clicks()
     RECORD.clear()
     xgb.train({**XGB, "base_score": 0.0}, xgb.DMatrix(d.X, log.clicks.astype(float), qid=d.qid), rounds,
               obj=gbrank.engines.with_position(local, log.position))
@@ -214,11 +218,11 @@ def test_an_empty_worker_joins_the_propensity_estimate(client):
     kept = full[full["qid"] >= 40]  # the first partition, on one worker, is left empty
     assert (gdask.check_partitions(kept)["rows"] == 0).sum() == 1
     RECORD.clear()
-    gdask.train_xgboost(client, kept, RecordingClicks(warmup=1, update_every=1), position_col="position",
+    gdask.train_xgboost(client, kept, recording_clicks(), position_col="position",
                         num_boost_round=3, params=XGB)
     distributed_estimate = RECORD[-1][0]
     rows = d.qid >= 40
     RECORD.clear()
     xgb.train({**XGB, "base_score": 0.0}, xgb.DMatrix(d.X[rows], log.clicks[rows].astype(float), qid=d.qid[rows]), 3,
-              obj=gbrank.engines.with_position(RecordingClicks(warmup=1, update_every=1), log.position[rows]))
+              obj=gbrank.engines.with_position(recording_clicks(), log.position[rows]))
     np.testing.assert_allclose(distributed_estimate, RECORD[-1][0], rtol=1e-5)
