@@ -73,11 +73,10 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .._deprecation import legacy_arguments
 from .._docstrings import fill_doc, objective_example
-from .._parallel import over_queries
 from .._validation import check_float
 from ._base import RankingObjective
 from ._targets import Target, check_target, check_target_labels, target_scores
@@ -108,15 +107,14 @@ def unit_targets(psi, offsets):
     return u
 
 
-@njit(cache=True, nogil=True)
-def cosine_kernel(q0, q1, scores, u, offsets, active, eps, grad, hess, want_loss, loss):
-    """Fill grad and hess (raw) and the per-query smoothed cosine loss of queries ``q0 <= q <
-    q1`` (run over all queries by :func:`gbrank._parallel.over_queries`, so that inside
-    LightGBM's training they run on its awake OpenMP team)."""
-    for q in range(q0, q1):
+@njit(parallel=True, cache=True)
+def cosine_kernel(scores, u, offsets, active, eps, grad, hess, want_loss):
+    """Fill grad and hess (raw) and return the per-query smoothed cosine loss."""
+    n_queries = offsets.shape[0] - 1
+    loss = np.zeros(n_queries)
+    for q in prange(n_queries):
         start = offsets[q]
         end = offsets[q + 1]
-        loss[q] = 0.0
         if not active[q]:
             continue
         # N and c in units of `scale`, so that squares cannot overflow
@@ -140,6 +138,7 @@ def cosine_kernel(q0, q1, scores, u, offsets, active, eps, grad, hess, want_loss
             hess[i] = h
         if want_loss:
             loss[q] = 0.5 * (1.0 - cos)
+    return loss
 
 
 class CosineState(NamedTuple):
@@ -179,10 +178,7 @@ class Cosine(RankingObjective):
         return CosineState(u, offsets, active)
 
     def _run(self, state: CosineState, scores, grad, hess, want_loss):
-        loss = np.empty(state.offsets.size - 1)
-        over_queries(cosine_kernel, state.offsets, scores, state.u, state.offsets, state.active, self.eps, grad, hess,
-                     want_loss, loss)
-        return loss
+        return cosine_kernel(scores, state.u, state.offsets, state.active, self.eps, grad, hess, want_loss)
 
 
 @legacy_arguments(positional=("target_k", "target"), renamed={"k": "target_k"})

@@ -95,7 +95,7 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .._deprecation import legacy_arguments
 from .._docstrings import fill_doc, objective_example
@@ -191,19 +191,20 @@ def _top1(s, top1, start, end, grad, hess, want_loss):
     return loss
 
 
+@njit(parallel=True, cache=True)
 def weighted_top1_kernel(scores, weight, offsets, grad, hess, want_loss):
     """The top-one loss with unnormalised targets ``weight`` (the click losses' softmax):
-    g = W pi - w, h = W pi (1 - pi) per query, W its weights' sum; returns the per-query loss."""
-    loss = np.empty(offsets.shape[0] - 1)
-    over_queries(_weighted_top1_block, offsets, scores, weight, np.empty(scores.shape[0]), offsets, grad, hess,
-                 want_loss, loss)
-    return loss
+    g = W pi - w, h = W pi (1 - pi) per query, W its weights' sum; returns the per-query loss.
 
-
-@njit(cache=True, nogil=True)
-def _weighted_top1_block(q0, q1, scores, weight, target, offsets, grad, hess, want_loss, loss):
-    for q in range(q0, q1):
+    A numba parallel loop, not blocks on gbrank._parallel: the kernel is cheap, and inside
+    LightGBM's training the hand-over of blocks to its OpenMP team cost more than it saved on
+    RankCosine's kernel of the same size (measured, docs/benchmarks.md)."""
+    n_queries = offsets.shape[0] - 1
+    loss = np.zeros(n_queries)
+    target = np.empty(scores.shape[0])
+    for q in prange(n_queries):
         loss[q] = _weighted_top1_query(scores, weight, target, offsets[q], offsets[q + 1], grad, hess, want_loss)
+    return loss
 
 
 @njit(cache=True)
