@@ -15,8 +15,17 @@ labels:
 * ``pbm-known``, ``pbm-estimated``: the position-based model's likelihood,
   ``gbrank.pbm_listnet`` (a softmax over the scores offset by log(theta_p), raw clicks
   as targets: no inverse-propensity weights), with the true and with estimated propensities;
+* ``pbm-known-es``, ``pbm-estimated-es`` (``--grid``): the same losses early-stopped on
+  held-out clicks, a protocol that needs no relevance labels (``pbm_early_stopped``): every
+  5th training query is held out, the loss is trained on the others for up to 300 rounds,
+  the number of rounds k* minimising the held-out queries' click likelihood (the objective's
+  own ``loss`` with the propensities it ended with) is chosen, and the loss is refitted on all
+  the training queries for k* rounds;
 * ``lgb-position``: LightGBM lambdarank on click counts with ``position`` (its position-bias
   model);
+* ``lgb-position-es`` (``--grid``): the same with LightGBM's own early stopping as a user would
+  run it: the held-out queries' clicks (with their positions) as ``valid_sets``, NDCG@10 on
+  the clicks as the metric, then refitted on all the training queries for the best round;
 * ``xgb-unbiased``: XGBoost ``rank:ndcg`` with ``lambdarank_unbiased`` (rows in display order);
 * ``ceiling``: the softmax loss on the true relevance probabilities (full information).
 
@@ -53,7 +62,11 @@ from gbrank.metrics import ndcg
 from gbrank.objectives.propensity import estimate_propensity
 
 METHODS = ["naive", "ips-known", "ips-estimated", "ips-pairwise-known", "ips-pairwise-estimated", "pbm-known",
-           "pbm-estimated", "lgb-position", "xgb-unbiased", "ceiling", "ips-policy-aware", "ips-pairwise-policy-aware"]
+           "pbm-estimated", "pbm-known-es", "pbm-estimated-es", "lgb-position", "lgb-position-es", "xgb-unbiased",
+           "ceiling", "ips-policy-aware", "ips-pairwise-policy-aware"]
+#: Early stopping on held-out clicks: every HOLD_OUT-th training query is held out and the
+#: model trained on the others for up to MAX_ROUNDS rounds.
+HOLD_OUT, MAX_ROUNDS = 5, 300
 
 
 def pairwise(propensity="estimate", clip=None):
@@ -86,9 +99,66 @@ def lgb_train(params, X, label, group, rounds, objective, position=None):
     return lgb.train({**params, "objective": objective}, ds, rounds)
 
 
-def run_one(train, test, *, setting, eta, sessions, rounds, seed, threads, logging_fraction, clip=None):
+def held_out(group: np.ndarray, every: int = HOLD_OUT):
+    """Every ``every``-th query held out (the first, the every+1-th, ...): the held-out
+    queries and the held-out rows, as masks."""
+    queries = np.arange(group.size) % every == 0
+    return queries, np.repeat(queries, group)
+
+
+def pbm_early_stopped(params, X, clicks, group, position, propensity="estimate", *, max_rounds=MAX_ROUNDS):
+    """gbrank.pbm_listnet early-stopped on held-out clicks, with no relevance labels.
+
+    Every 5th query is held out and the loss trained on the others for up to ``max_rounds``
+    rounds; the number of rounds k* is the one minimising the held-out queries' click
+    likelihood, measured by the objective's own ``loss`` with the propensities the fit ended
+    with (for ``"estimate"``: ``pbm_listnet(propensity=<its propensity_>)``), and the loss is
+    refitted on every query for k* rounds. With estimated propensities k* is kept above
+    ``warmup + update_every``, so that the refit re-estimates them at least twice on every
+    query (at fewer rounds it would keep the starting estimate, the position click rates).
+    Returns the refitted model, k* and the refit's objective."""
+    queries, rows = held_out(group)
+    fit_obj = gbrank.pbm_listnet(propensity=propensity)
+    model = lgb_train(params, X[~rows], clicks[~rows], group[~queries], max_rounds, fit_obj, position=position[~rows])
+    estimated = isinstance(propensity, str)
+    scorer = gbrank.pbm_listnet(propensity=fit_obj.propensity_ if estimated else propensity)
+    scores, losses = np.zeros(int(rows.sum())), []
+    for k in range(model.current_iteration()):
+        # a custom objective starts from zero scores: the scores after k + 1 rounds are the sum of the first trees
+        scores = scores + model.predict(X[rows], start_iteration=k, num_iteration=1)
+        losses.append(scorer.loss(clicks[rows], scores, group[queries], position=position[rows]))
+    least = fit_obj.warmup + fit_obj.update_every + 1 if estimated else 1
+    best = least + int(np.argmin(losses[least - 1:]))
+    refit_obj = gbrank.pbm_listnet(propensity=propensity)
+    return lgb_train(params, X, clicks, group, best, refit_obj, position=position), best, refit_obj
+
+
+def lgb_position_early_stopped(params, X, counts, group, rank, *, max_rounds=MAX_ROUNDS):
+    """LightGBM's position mode with its own early stopping, as a user with clicks only would
+    run it: the held-out queries (every 5th) as ``valid_sets`` with their clicks and positions,
+    NDCG@10 on the clicks as the metric, the best of up to ``max_rounds`` rounds, then a refit
+    on every query for that many rounds. Rows in display order, ``rank`` their positions."""
+    import lightgbm as lgb
+
+    queries, rows = held_out(group)
+    params = {**params, "objective": "lambdarank", "metric": "ndcg", "eval_at": [10]}
+    fit = lgb.Dataset(X[~rows], counts[~rows], group=group[~queries], position=rank[~rows], free_raw_data=False)
+    valid = lgb.Dataset(X[rows], counts[rows], group=group[queries], position=rank[rows], reference=fit,
+                        free_raw_data=False)
+    curve = {}
+    lgb.train(params, fit, max_rounds, valid_sets=[valid], valid_names=["held_out"],
+              callbacks=[lgb.record_evaluation(curve)])
+    best = 1 + int(np.argmax(curve["held_out"]["ndcg@10"]))
+    everything = lgb.Dataset(X, counts, group=group, position=rank, free_raw_data=False)
+    return lgb.train(params, everything, best), best
+
+
+def run_one(train, test, *, setting, eta, sessions, rounds, seed, threads, logging_fraction, clip=None,
+            early_stopping=False):
     """Train every method on one simulated click log; returns per-query NDCG@10 on the test
-    queries, the estimated propensities, the log and each method's training seconds."""
+    queries, the estimated propensities (and with ``early_stopping`` the rounds chosen), the
+    log and each method's training seconds (for the early-stopped methods the held-out fit,
+    the choice of rounds and the refit)."""
     import xgboost as xgb
 
     top_k = int(train.group.max()) if setting == "all-shown" else 10
@@ -137,11 +207,26 @@ def run_one(train, test, *, setting, eta, sessions, rounds, seed, threads, loggi
     fit("pbm-estimated", ours(estimated_pbm, clicks, position))
     extra["propensity"] = {"listnet": estimated.propensity_, "pairwise": estimated_pairwise.propensity_,
                            "pbm": estimated_pbm.propensity_}
+    extra["rounds"] = {}
+    if early_stopping:
+        for name, propensity in (("pbm-known-es", log.theta), ("pbm-estimated-es", "estimate")):
+            def stopped(propensity=propensity, name=name):
+                model, extra["rounds"][name], obj = pbm_early_stopped(params, X, clicks, group, position, propensity)
+                if name == "pbm-estimated-es":
+                    extra["propensity"]["pbm-es"] = obj.propensity_
+                return model
+            fit(name, stopped)
     # the engines see every row at its rank in the logging order (rows past the cut-off,
     # never clicked, at ranks beyond it)
     counts = clicks[order].astype(np.int64)
     fit("lgb-position", lambda: lgb_train({**params, "label_gain": list(range(int(counts.max()) + 1))}, X[order],
                                           counts, group, rounds, "lambdarank", position=rank))
+    if early_stopping:
+        def stopped_lgb():
+            model, extra["rounds"]["lgb-position-es"] = lgb_position_early_stopped(
+                {**params, "label_gain": list(range(int(counts.max()) + 1))}, X[order], counts, group, rank)
+            return model
+        fit("lgb-position-es", stopped_lgb)
     dtrain = xgb.DMatrix(X[order], clicks[order], qid=np.repeat(np.arange(group.size), group))
     fit("xgb-unbiased", lambda: xgb.train(
         {"objective": "rank:ndcg", "lambdarank_unbiased": True, "ndcg_exp_gain": False, "eta": 0.1,
@@ -149,9 +234,11 @@ def run_one(train, test, *, setting, eta, sessions, rounds, seed, threads, loggi
     return evaluate(models, test), extra, log, seconds
 
 
-def grid(etas, sessions_list, seeds, *, rounds, threads, logging_fraction, clip=None) -> pd.DataFrame:
+def grid(etas, sessions_list, seeds, *, rounds, threads, logging_fraction, clip=None,
+         early_stopping=True) -> pd.DataFrame:
     """Generated data, every document shown: each method's share of the naive-to-ceiling gap
-    closed and its training time, for every eta, sessions per query and seed."""
+    closed and its training time, for every eta, sessions per query and seed (with
+    ``early_stopping`` the early-stopped methods too, and the rounds they chose)."""
     rows = []
     for eta in etas:
         for sessions in sessions_list:
@@ -159,17 +246,20 @@ def grid(etas, sessions_list, seeds, *, rounds, threads, logging_fraction, clip=
                 train, test = load("generated", 1, seed)
                 per_query, extra, log, seconds = run_one(train, test, setting="all-shown", eta=eta,
                                                          sessions=sessions, rounds=rounds, seed=seed, threads=threads,
-                                                         logging_fraction=logging_fraction, clip=clip)
+                                                         logging_fraction=logging_fraction, clip=clip,
+                                                         early_stopping=early_stopping)
                 means = {m: float(np.mean(v)) for m, v in per_query.items()}
                 gap = means["ceiling"] - means["naive"]
                 # the largest relative error of each estimate over positions 1-10
                 error = {method: float(np.max(np.abs(extra["propensity"][objective][:10] / log.theta[:10] - 1)))
                          for method, objective in (("ips-estimated", "listnet"), ("ips-pairwise-estimated", "pairwise"),
-                                                   ("pbm-estimated", "pbm"))}
+                                                   ("pbm-estimated", "pbm"), ("pbm-estimated-es", "pbm-es"))
+                         if objective in extra["propensity"]}
                 for method, value in means.items():
                     rows.append({"eta": eta, "sessions": sessions, "seed": seed, "method": method, "ndcg@10": value,
                                  "gap_closed": (value - means["naive"]) / gap if gap > 0 else np.nan,
-                                 "seconds": seconds[method], "propensity_error": error.get(method, np.nan)})
+                                 "seconds": seconds[method], "propensity_error": error.get(method, np.nan),
+                                 "rounds": extra["rounds"].get(method, rounds)})
                 print(f"eta={eta:g} sessions={sessions} seed={seed}: " + ", ".join(
                     f"{m} {100 * r['gap_closed']:.0f}% ({r['seconds']:.1f} s)" for m, r in
                     ((r["method"], r) for r in rows[-len(means):])), flush=True)
@@ -202,6 +292,18 @@ def grid_table(results: pd.DataFrame) -> str:
                 e = part.loc[part["method"] == m, "propensity_error"]
                 cells.append(f"{100 * e.mean():.0f}% [{100 * e.min():.0f}, {100 * e.max():.0f}]")
             lines.append(f"| {eta:g} | {sessions} | " + " | ".join(cells) + " |")
+    if "rounds" in results.columns:
+        # the rounds each early-stopped method chose on its held-out clicks
+        stopped = [m for m in methods if m.endswith("-es")]
+        if stopped:
+            lines += ["", "| eta | sessions | " + " | ".join(f"{m}: rounds chosen" for m in stopped) + " |",
+                      "|---|---|" + "---:|" * len(stopped)]
+            for (eta, sessions), part in results.groupby(["eta", "sessions"], sort=True):
+                cells = []
+                for m in stopped:
+                    r = part.loc[part["method"] == m].sort_values("seed")["rounds"]
+                    cells.append("/".join(str(int(v)) for v in r))
+                lines.append(f"| {eta:g} | {sessions} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -282,6 +384,8 @@ def main(argv=None):
                              "query (or --sessions-grid), seeds 0 1 2 (or --seeds): gap closed, mean and range over "
                              "the seeds, and training time of every method, side by side")
     parser.add_argument("--sessions-grid", nargs="+", type=int, default=[50, 200])
+    parser.add_argument("--no-early-stopping", action="store_true",
+                        help="--grid without the methods early-stopped on held-out clicks (pbm-*-es, lgb-position-es)")
     parser.add_argument("--propensity-sessions", nargs="+", type=int, default=None,
                         help="only measure the estimated propensities' error for these sessions per query "
                              "(--datasets and --folds, all shown, the first --etas)")
@@ -292,7 +396,8 @@ def main(argv=None):
 
         load_average = os.getloadavg()
         results = grid(args.etas or [0.5, 1.0, 2.0], args.sessions_grid, args.seeds,
-                       rounds=args.rounds, threads=args.threads, logging_fraction=args.logging_fraction, clip=args.clip)
+                       rounds=args.rounds, threads=args.threads, logging_fraction=args.logging_fraction, clip=args.clip,
+                       early_stopping=not args.no_early_stopping)
         table = grid_table(results)
         print(f"machine load (1, 5, 15 min) at the start: {load_average[0]:.2f} {load_average[1]:.2f} "
               f"{load_average[2]:.2f}; at the end: " + " ".join(f"{v:.2f}" for v in os.getloadavg()))
