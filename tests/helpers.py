@@ -311,3 +311,15 @@ class Spy:
 def ohsumed_fold(fold: int = 1):
     """Fold ``fold`` of OHSUMED (QueryLevelNorm); skips when absent."""
     return letor_fold("letor3_ohsumed/QueryLevelNorm", fold)
+
+
+def benchmark_script(name: str):
+    """``benchmarks/<name>.py`` imported as a module (the scripts are not a package)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import gbrank
 from gbrank.datasets import make_ranking, simulate_clicks
-
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import benchmark_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("bench_clicks", ROOT / "benchmarks" / "bench_clicks.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script("bench_clicks")
 
 
 @pytest.fixture(scope="module")

@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import benchmark_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("bench_objectives", ROOT / "benchmarks" / "bench_objectives.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script("bench_objectives")
 
 
 def test_sizes_run_writes_every_family_ratio_csv_and_plot(tmp_path, capsys):
