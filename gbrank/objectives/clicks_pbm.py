@@ -80,14 +80,16 @@ class PBMListNet(ClickObjective):
         super().__init__(propensity, clip=None, **settings)
 
     def _set_weights(self, state, theta):
-        # the clicks themselves are the targets; ``inverse`` keeps 1 / theta for the offsets
+        # the clicks themselves are the targets, and the offsets log theta_p of the rows the
+        # kernel sees (the shown ones) change only with the estimate: taken here, not per call
         super()._set_weights(state, theta)
         state["weight"] = state["clicks"]
+        inverse = state["inverse"] if state["shown"] is None else state["inverse"][state["shown"]]
+        state["offset"] = -np.log(inverse)
 
     def _kernel(self, state, scores, at, weight, inverse, offsets, grad, hess, want_loss):
         if inverse is not None:
-            # log theta_p = -log(1 / theta_p): every row here is shown (inverse > 0)
-            scores = scores - np.log(inverse)
+            scores = scores + state["offset"]
         return weighted_top1_kernel(scores, weight, offsets, grad, hess, want_loss)
 
 

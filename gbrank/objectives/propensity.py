@@ -113,10 +113,10 @@ def estimate_propensity(scores, clicks, position, offsets, n_positions: int, *, 
     Fits :math:`E[c_i] = \theta_{p_i} \kappa_q e^{a s_i}` by Poisson quasi-likelihood with
     alternating exact updates of :math:`\kappa` and :math:`\theta` and a Newton step in
     :math:`a` (``fit_slope=False`` holds :math:`a = 1`, for a loss whose scores are this
-    model's log-relevance: :func:`gbrank.pbm_listnet`). Positions without clicks get NaN. The rows may be one worker's part of the
-    training data (whole queries): ``reduce`` then sums the per-position and slope sums over
-    the workers (:class:`gbrank.engines.Statistics`), which all call this together, so that
-    every worker gets the estimate of the whole data.
+    model's log-relevance: :func:`gbrank.pbm_listnet`). Positions without clicks get NaN.
+    The rows may be one worker's part of the training data (whole queries): ``reduce`` then
+    sums the per-position and slope sums over the workers (:class:`gbrank.engines.Statistics`),
+    which all call this together, so that every worker gets the estimate of the whole data.
     """
     sizes = np.diff(offsets)
     n_queries = sizes.size
