@@ -9,11 +9,8 @@ it and the caller, and each links the per-query function it calls and optimises 
 whole. For the large per-query functions of the Plackett–Luce, ListNet and pairwise
 objectives that was a third of the first call's compile time (1 s of a pairwise objective's
 2.5 s); a plain loop over a block links it once. Kernels whose per-query work is small or
-written in the loop itself (the metrics, RankCosine, the click softmax, NDCG_Boost) lose
-little to the layers and keep ``prange`` on numba's threading layer (:mod:`gbrank._threading`):
-handing their blocks to an engine's OpenMP team (below) cost more than it saved (RankCosine
-inside LightGBM's training on 20k-40k rows: 0.6-0.7 ms per call on the team against 0.3-0.4
-ms on TBB).
+written in the loop itself (the metrics, NDCG_Boost) keep ``prange`` on
+numba's threading layer (:mod:`gbrank._threading`).
 
 Inside LightGBM's training the blocks go to LightGBM's own OpenMP threads instead
 (:func:`engine_threads`). The engines run their loops on GNU OpenMP, whose threads keep
@@ -21,11 +18,15 @@ spinning on a core for a while after each parallel region; the objective is call
 after one, so a pool thread of ours would share the cores with a spinning engine thread,
 and a call took 1.5-2.2 times as long as the same call alone. The engine's team is awake
 and takes the blocks at once: handed to it through libgomp's ``GOMP_parallel`` (of the
-library the engine loaded, never one loaded here). The team is never larger than the one
-the engine trains with (its ``num_threads``), and a training on one thread keeps the pool:
-GNU OpenMP hangs a child forked after its parent started OpenMP threads, so gbrank must
-never start threads the engine would not have started itself. XGBoost's team is not used
-(see ``TEAM_ENGINES``).
+library the engine loaded, never one loaded here), as a compiled function that runs the
+numba kernel's blocks with no Python in between (:mod:`gbrank._team`; a kernel it cannot
+take goes through a Python callback, which every team thread enters by taking the GIL).
+The team is never larger than the one the engine trains with (its ``num_threads``), and a
+training on one thread keeps the pool: GNU OpenMP hangs a child forked after its parent
+started OpenMP threads, so gbrank must never start threads the engine would not have
+started itself. The same holds inside XGBoost's training when its Booster's ``nthread`` is
+set (:func:`gbrank.engines.xgboost.training_threads`); with XGBoost's default the pool runs
+the blocks.
 
 The number of threads is at most numba's: ``numba.get_num_threads()`` in the calling thread
 (``NUMBA_NUM_THREADS``, ``numba.set_num_threads``), so one setting governs every kernel. A
@@ -37,17 +38,18 @@ caller alone.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numba
 import numpy as np
+
+from ._team import run as _run_on_team
 
 # Blocks per thread: enough that a thread which drew short queries takes another block
 # while one with long queries is still busy, few enough that dispatch costs nothing.
@@ -57,6 +59,9 @@ BLOCKS_PER_THREAD = 4
 MIN_ROWS_PER_THREAD = 4096
 
 _lock = threading.Lock()
+# (offsets, count, block bounds) of the latest calls, newest first (_bounds)
+_recent_bounds: list[tuple[np.ndarray, int, list[int]]] = []
+_RECENT_BOUNDS = 8
 _pool: ThreadPoolExecutor | None = None
 _pool_pid: int | None = None
 # the engine whose training the current thread is in, and its thread count (engine_threads)
@@ -66,12 +71,8 @@ _gomp: dict[str, Any] = {}
 _gomp_pid: int | None = None
 _BLOCK_FUNCTION = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _GOMP_SONAME = "libgomp.so.1"
-# Engines whose team takes the blocks. XGBoost's gave mixed results on the loaded 2-core
-# machine (a call right after an XGBoost iteration on 36k rows, team against pool, five
-# runs: lambdarank() 14.2/11.7, 12.1/14.1, 14.4/14.3, 13.8/14.7, 8.1/8.5 ms; listmle_topk
-# 4.8/1.8, 1.3/7.1, 1.4/6.9, 3.3/7.2, 9.7/5.6 ms), so XGBoost's calls stay on the pool until
-# a quiet machine says otherwise.
-TEAM_ENGINES = ("lightgbm",)
+# Engines whose team takes the blocks (when the engine says how many threads it trains with).
+TEAM_ENGINES = ("lightgbm", "xgboost")
 
 
 def _executor() -> ThreadPoolExecutor:
@@ -84,8 +85,7 @@ def _executor() -> ThreadPoolExecutor:
         return _pool
 
 
-@contextlib.contextmanager
-def engine_threads(engine: str | None, threads: int | None = None) -> Iterator[None]:
+class engine_threads:
     """Run the kernels called in this block on ``engine``'s OpenMP threads, for an engine of
     ``TEAM_ENGINES`` that has loaded GNU OpenMP; otherwise, or with None, on the pool.
 
@@ -93,12 +93,19 @@ def engine_threads(engine: str | None, threads: int | None = None) -> Iterator[N
     team takes at most that many; with one, the blocks go to the pool, as no OpenMP thread
     of the engine's has started that a team call could reuse.
     """
-    previous = getattr(_local, "engine", None)
-    _local.engine = (engine, threads) if engine else None
-    try:
-        yield
-    finally:
-        _local.engine = previous
+
+    # a class rather than a generator: it is entered at every objective call
+    __slots__ = ("engine", "previous")
+
+    def __init__(self, engine: str | None, threads: int | None = None) -> None:
+        self.engine = (engine, threads) if engine else None
+
+    def __enter__(self) -> None:
+        self.previous = getattr(_local, "engine", None)
+        _local.engine = self.engine
+
+    def __exit__(self, *exc: Any) -> None:
+        _local.engine = self.previous
 
 
 def _gomp_sonames(module: Any, engine: str) -> list[str]:
@@ -138,7 +145,7 @@ def _engine_gomp(engine: str) -> tuple[Any, Any] | None:
                     parallel, max_threads = library.GOMP_parallel, library.omp_get_max_threads
                 except (OSError, AttributeError):
                     continue
-                parallel.argtypes = [_BLOCK_FUNCTION, ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint]
+                parallel.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint]
                 parallel.restype = None
                 max_threads.argtypes = []
                 max_threads.restype = ctypes.c_int
@@ -156,6 +163,20 @@ def blocks(offsets: np.ndarray, count: int) -> list[int]:
     return sorted({0, offsets.size - 1, *cuts.tolist()})
 
 
+def _bounds(offsets: np.ndarray, count: int) -> list[int]:
+    """:func:`blocks`, kept for the few latest ``offsets`` arrays (a training set's state
+    hands the same one to every call; holding it keeps its identity from being reused)."""
+    with _lock:
+        for cached, cached_count, bounds in _recent_bounds:
+            if cached is offsets and cached_count == count:
+                return bounds
+    bounds = blocks(offsets, count)
+    with _lock:
+        _recent_bounds.insert(0, (offsets, count, bounds))
+        del _recent_bounds[_RECENT_BOUNDS:]
+    return bounds
+
+
 def over_queries(kernel: Callable[..., Any], offsets: np.ndarray, *args: Any,
                  min_rows: int = MIN_ROWS_PER_THREAD) -> None:
     """Call ``kernel(q0, q1, *args)`` on blocks ``[q0, q1)`` that cover every query of the
@@ -171,7 +192,7 @@ def over_queries(kernel: Callable[..., Any], offsets: np.ndarray, *args: Any,
     if threads <= 1:
         kernel(0, queries, *args)
         return
-    bounds = blocks(offsets, threads * BLOCKS_PER_THREAD)
+    bounds = _bounds(offsets, threads * BLOCKS_PER_THREAD)
     # one shared iterator: a zip's next() holds the GIL, so each block is taken once
     todo = zip(bounds[:-1], bounds[1:])
 
@@ -181,7 +202,8 @@ def over_queries(kernel: Callable[..., Any], offsets: np.ndarray, *args: Any,
 
     parallel, team = _team()
     if team > 1:
-        _on_team(parallel, work, min(threads, team))
+        if not _run_on_team(parallel, kernel, bounds, args, min(threads, team)):
+            _on_team(parallel, work, min(threads, team))
         return
     pool = _executor()
     # the calling thread is one of the workers
@@ -204,7 +226,8 @@ def _team() -> tuple[Any, int]:
 
 def _on_team(parallel: Any, work: Callable[[], None], threads: int) -> None:
     """Run ``work`` on ``threads`` threads of an OpenMP team (the calling thread is one);
-    ctypes releases the GIL for the call and each thread takes it to start ``work``."""
+    ctypes releases the GIL for the call and each thread takes it to start ``work``. For a
+    kernel that is not compiled, or whose arguments :mod:`gbrank._team` cannot hand over."""
     errors: list[BaseException] = []
 
     def member(_data) -> None:
@@ -214,6 +237,6 @@ def _on_team(parallel: Any, work: Callable[[], None], threads: int) -> None:
             errors.append(exc)
 
     callback = _BLOCK_FUNCTION(member)
-    parallel(callback, None, threads, 0)
+    parallel(ctypes.cast(callback, ctypes.c_void_p), None, threads, 0)
     if errors:
         raise errors[0]

@@ -164,6 +164,34 @@ def test_a_single_threaded_lightgbm_training_leaves_a_fork_that_trains():
     assert out.rstrip().endswith("ok")
 
 
+@needs_fork
+def test_a_single_threaded_xgboost_training_leaves_a_fork_that_trains():
+    """The same for ``xgb.train(nthread=1)``, whose objective calls keep gbrank's pool (the
+    DMatrix is built on one thread too: built on XGBoost's default it starts OpenMP threads,
+    and a child forked afterwards hangs with XGBoost's built-in objective as well)."""
+    pytest.importorskip("xgboost")
+    out = run_python(PRELUDE + textwrap.dedent("""
+        import multiprocessing
+        import xgboost as xgb
+
+        data = gbrank.datasets.make_ranking(n_queries=300, docs_per_query=60, n_features=8, seed=0)
+        xgb.train({"nthread": 1, "base_score": 0.0}, xgb.DMatrix(data.X, data.y, group=data.group, nthread=1), 5,
+                  obj=gbrank.lambdarank())
+
+        def child(_):
+            booster = xgb.train({"objective": "rank:ndcg", "nthread": 2},
+                                xgb.DMatrix(data.X, data.y, group=data.group), 5)
+            return float(booster.predict(xgb.DMatrix(data.X[:5])).sum())
+
+        with multiprocessing.get_context("fork").Pool(2) as pool:
+            got = pool.map(child, range(2))
+        assert got[0] == got[1], got
+        print("ok")
+    """))
+    check_layer(out)
+    assert out.rstrip().endswith("ok")
+
+
 @pytest.mark.parametrize("how, layer", [("environment", "workqueue"), ("code", "workqueue"), ("environment", "tbb")])
 def test_a_users_threading_layer_is_kept(how, layer):
     # workqueue: available everywhere, and never gbrank's own choice; tbb asked for by name

@@ -18,6 +18,7 @@ from sklearn.base import clone
 
 import gbrank
 from gbrank.objectives import registry
+from gbrank.objectives._base import _MUTABLE
 
 CASES = [
     pytest.param(spec.name, kwargs, id=f"{spec.name}-{i}")
@@ -56,7 +57,7 @@ def test_settings_cannot_change_after_construction(name, kwargs):
             delattr(obj, setting)
     with pytest.raises(AttributeError, match="build a new objective"):
         obj.new_setting = 1
-    for private in [n for n in vars(obj) if n.startswith("_") and n not in ("_cache", "_owned", "_lock")]:
+    for private in [n for n in vars(obj) if n.startswith("_") and n not in _MUTABLE]:
         with pytest.raises(AttributeError):
             setattr(obj, private, None)
     assert repr(obj) == before_repr

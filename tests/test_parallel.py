@@ -238,7 +238,6 @@ def test_engine_threads_of_an_engine_not_loaded_use_the_pool():
     from gbrank._parallel import _engine_gomp, engine_threads
 
     assert _engine_gomp("not_an_engine") is None
-    assert _engine_gomp("xgboost") is None  # not measured faster on its team: the pool
     seen = np.zeros(40, dtype=np.int64)
     with engine_threads("not_an_engine", 2):
         over_queries(_query_sums, _offsets([2] * 40), np.ones(80), _offsets([2] * 40), np.zeros(40), seen,
@@ -264,8 +263,10 @@ def test_an_objective_inside_lightgbm_training_runs_on_as_many_threads_as_it(thr
 
     _needs_a_team("lightgbm")
     calls = []
-    real = parallel._on_team
-    monkeypatch.setattr(parallel, "_on_team", lambda p, work, n: (calls.append(n), real(p, work, n)))
+    real = parallel._run_on_team
+    monkeypatch.setattr(parallel, "_run_on_team", lambda p, kernel, bounds, args, n: (
+        calls.append(n), real(p, kernel, bounds, args, n))[1])
+    monkeypatch.setattr(parallel, "_on_team", None)  # a compiled kernel never goes through Python
     data = gbrank.datasets.make_ranking(n_queries=300, docs_per_query=30, n_features=5, seed=0)
     previous = numba.get_num_threads()
     numba.set_num_threads(2)
@@ -277,3 +278,113 @@ def test_an_objective_inside_lightgbm_training_runs_on_as_many_threads_as_it(thr
     finally:
         numba.set_num_threads(previous)
     assert calls == ([2] * 6 if threads == 2 else []), calls
+
+
+@njit(nogil=True)
+def _every_kind(q0, q1, offsets, values, counts, flags, frozen, flag, step, scale, nothing, out, seen):
+    for q in range(q0, q1):
+        seen[q] += 1
+        total = 0.0
+        for row in range(offsets[q], offsets[q + 1]):
+            total += values[row] * scale + counts[row] + flags[row] + frozen[row]
+        out[q] = total + step + (1.0 if flag else 0.0) + (0.0 if nothing is None else 1.0)
+
+
+def _every_kind_arguments(sizes, rng):
+    offsets = _offsets(sizes)
+    n = int(offsets[-1])
+    frozen = rng.normal(size=n).astype(np.float32)
+    frozen.flags.writeable = False
+    return (offsets, rng.normal(size=n), rng.integers(0, 9, n).astype(np.int32), rng.integers(0, 2, n).astype(np.uint8),
+            frozen, True, 7, 0.25, None)
+
+
+def test_a_numba_kernel_runs_compiled_on_the_team_with_every_kind_of_argument(monkeypatch):
+    """Arrays of every dtype the frame carries (one read-only), bool, int, float and None
+    reach the kernel as they are; every query runs once; Python never runs a block."""
+    _needs_a_team("lightgbm")
+    import gbrank._parallel as parallel
+
+    monkeypatch.setattr(parallel, "_on_team", None)
+    rng = np.random.default_rng(7)
+    sizes = rng.integers(0, 40, 500)
+    args = _every_kind_arguments(sizes, rng)
+    expected, once = np.zeros(sizes.size), np.zeros(sizes.size, dtype=np.int64)
+    _every_kind(0, sizes.size, *args, expected, once)
+    out, seen = np.full(sizes.size, np.nan), np.zeros(sizes.size, dtype=np.int64)
+    previous = numba.get_num_threads()
+    numba.set_num_threads(2)
+    try:
+        with gbrank._parallel.engine_threads("lightgbm", 2):
+            over_queries(_every_kind, args[0], *args, out, seen, min_rows=1)
+    finally:
+        numba.set_num_threads(previous)
+    np.testing.assert_array_equal(seen, 1)
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_arguments_the_frame_cannot_carry_go_through_python(monkeypatch):
+    """A two-dimensional array is handed over in Python, with the same result."""
+    _needs_a_team("lightgbm")
+    import gbrank._parallel as parallel
+
+    calls = []
+    real = parallel._on_team
+    monkeypatch.setattr(parallel, "_on_team", lambda p, work, n: (calls.append(n), real(p, work, n)))
+    sizes = [3] * 40
+    offsets = _offsets(sizes)
+    values = np.arange(120, dtype=np.float64).reshape(120, 1)[:, 0:1]
+    out, seen = np.zeros(40), np.zeros(40, dtype=np.int64)
+    previous = numba.get_num_threads()
+    numba.set_num_threads(2)
+    try:
+        with gbrank._parallel.engine_threads("lightgbm", 2):
+            over_queries(_column_sums, offsets, values, offsets, out, seen, min_rows=1)
+    finally:
+        numba.set_num_threads(previous)
+    assert calls == [2]
+    np.testing.assert_array_equal(seen, 1)
+    np.testing.assert_array_equal(out, np.add.reduceat(values[:, 0], offsets[:-1]))
+
+
+@njit(nogil=True)
+def _column_sums(q0, q1, values, offsets, out, seen):
+    for q in range(q0, q1):
+        seen[q] += 1
+        for row in range(offsets[q], offsets[q + 1]):
+            out[q] += values[row, 0]
+
+
+def test_compiled_entries_are_told_apart_by_kernel_and_closure():
+    """Kernels of one factory differ by their closure; the entry of each is its own."""
+    from gbrank._team import _stamp
+    from gbrank.objectives._pairwise import _KERNELS
+
+    stamps = {_stamp(kernel) for kernel in _KERNELS.values()}
+    assert len(stamps) == len(_KERNELS)
+    assert _stamp(_query_sums) != _stamp(_fails_on)
+
+
+@pytest.mark.parametrize("nthread, expected", [(2, 2), (1, None), (None, None)])
+def test_an_objective_inside_xgboost_training_runs_on_its_nthread_team(nthread, expected, monkeypatch):
+    """XGBoost's ``nthread`` sizes the team; one thread, or XGBoost's default (a count it
+    derives from the machine), keeps the pool. In ``xgb.train`` and ``xgb.cv`` alike."""
+    xgb = pytest.importorskip("xgboost")
+    import gbrank._parallel as parallel
+
+    calls = []
+    real = parallel._run_on_team
+    monkeypatch.setattr(parallel, "_run_on_team", lambda p, kernel, bounds, args, n: (
+        calls.append(n), real(p, kernel, bounds, args, n))[1])
+    data = gbrank.datasets.make_ranking(n_queries=300, docs_per_query=30, n_features=5, seed=0)
+    params = {"base_score": 0.0} if nthread is None else {"base_score": 0.0, "nthread": nthread}
+    previous = numba.get_num_threads()
+    numba.set_num_threads(2)
+    try:
+        xgb.train(params, xgb.DMatrix(data.X, data.y, group=data.group), 3, obj=gbrank.lambdarank())
+        xgb.cv(params, xgb.DMatrix(data.X, data.y, group=data.group), 2, nfold=2, obj=gbrank.lambdarank())
+    finally:
+        numba.set_num_threads(previous)
+    if expected is not None and parallel._engine_gomp("xgboost") is None:
+        pytest.skip("XGBoost does not run on GNU OpenMP here")
+    assert calls == ([expected] * 7 if expected else []), calls

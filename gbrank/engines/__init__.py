@@ -16,6 +16,7 @@ harness, ``gbrank.dask``) and every objective call goes through it.
 * :func:`predict`: raw scores of a LightGBM or XGBoost booster, as float64;
 * :func:`query_folds`: cross-validation folds that keep queries whole, for ``lgb.cv(folds=)``;
 * :func:`with_position`: displayed positions bound to an objective that reads them.
+* :func:`unchanged_fields`: whether a training set's fields are those an objective read last;
 * :func:`kernel_threads`: where an objective's kernels run inside an engine's training
   (LightGBM's OpenMP team, no larger than the one it trains with).
 
@@ -60,6 +61,7 @@ __all__ = [
     "read",
     "report_callback",
     "start_score",
+    "unchanged_fields",
     "uses_position",
     "watched",
     "with_position",
@@ -79,6 +81,16 @@ def read(data, *, position: bool = False) -> Fields:
     if engine == "xgboost":
         return xgboost.read(data, position=position)
     raise TypeError(f"expected a lightgbm.Dataset or an xgboost.DMatrix, got {type(data).__name__}")
+
+
+def unchanged_fields(data) -> tuple | None:
+    """What says that an engine training set's fields have not changed since an objective
+    last read them: the same objects (compared with ``is``) mean the same fields. None where
+    no such cheap check exists (an XGBoost ``DMatrix``, whose fields are copied out at every
+    read; an ``lgb.cv`` fold), and the fields are read and compared again at every call."""
+    if engine_of(data) == "lightgbm":
+        return lightgbm.unchanged_fields(data)
+    return None
 
 
 def report_callback(engine: str, report, data_name: str, metric_name: str):

@@ -158,15 +158,27 @@ class BestRound:
         return self.round - self.best_round >= self.rounds
 
 
+_NO_ENGINE = contextlib.nullcontext()
+
+
 def kernel_threads(owner: Any) -> ContextManager[None]:
     """Where the kernels of an objective call for the training set ``owner`` run: inside
-    LightGBM's training on its OpenMP team, at most as many threads as it trains with
-    (``gbrank._parallel.engine_threads``), elsewhere on gbrank's pool."""
-    if engine_of(owner) != "lightgbm":
-        return contextlib.nullcontext()
-    from .lightgbm import training_threads
+    an engine's training on its OpenMP team, at most as many threads as it trains with
+    (``gbrank._parallel.engine_threads``); elsewhere on gbrank's pool. LightGBM's count is
+    in the Dataset's parameters; XGBoost's is the training Booster's ``nthread``, and its
+    default (0, a count XGBoost derives from the machine) keeps the pool."""
+    engine = engine_of(owner)
+    if engine == "lightgbm":
+        from .lightgbm import training_threads
 
-    return engine_threads("lightgbm", training_threads(owner))
+        return engine_threads("lightgbm", training_threads(owner))
+    if engine == "xgboost":
+        from .xgboost import training_threads
+
+        threads = training_threads()
+        if threads is not None:
+            return engine_threads("xgboost", threads)
+    return _NO_ENGINE
 
 
 def gradients(objective, labels, preds, sizes, weights, *, owner=None, position=None, statistics=None):

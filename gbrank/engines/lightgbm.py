@@ -139,6 +139,21 @@ def check_caller():
     return None
 
 
+def unchanged_fields(data) -> tuple | None:
+    """The objects a training ``Dataset`` holds for the fields :func:`read` reads (labels,
+    group sizes, weights), after the checks of its parameters; None for a subset (an
+    ``lgb.cv`` fold, whose reads also take the whole set's statistics).
+
+    The same objects at two calls mean the same fields: a constructed Dataset replaces a
+    field it is given (``set_label``, ``set_group``, ``set_weight`` store a new array) and
+    never writes into one.
+    """
+    if getattr(data, "used_indices", None) is not None:
+        return None
+    check_params(getattr(data, "params", None))
+    return data.get_label(), data.get_group(), data.get_weight()
+
+
 def _statistics(data) -> Statistics | None:
     """Statistics of the full set of an ``lgb.cv`` fold (a subset), None for a whole set."""
     reference = getattr(data, "reference", None)

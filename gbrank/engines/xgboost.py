@@ -17,10 +17,14 @@ XGBoost 3.2 facts this module relies on (read in its source):
   whole data's statistics from there.
 * dart drops trees in ``predict(training=True)``, which ``Booster.update`` calls before the
   custom objective, so the gradients see the dropped model.
+* The objective is called from ``Booster.boost`` (``Booster.update`` before 3.2) with the
+  predictions and the ``DMatrix`` only; the thread count is the Booster's ``nthread``,
+  which :func:`training_threads` reads from the Booster found on the call stack.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import weakref
 from typing import Any, Callable, Sequence
@@ -42,6 +46,7 @@ __all__ = [
     "query_weights",
     "read",
     "train",
+    "training_threads",
 ]
 
 
@@ -72,6 +77,39 @@ def read(dmat, *, position: bool = False) -> Fields:
     rows = _positions.row_order(sizes) if position else None
     return Fields(labels=labels, sizes=sizes, weights=row_weights, init_score=margin if margin.size else None,
                   position=rows, statistics=_fold_statistics(dmat))
+
+
+# Booster -> the nthread it trains with, None for XGBoost's default; read once per Booster
+_THREADS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# frames between Booster.boost and the reader: the objective's call, its wrappers, kernel_threads
+_BOOST_DEPTH = 8
+
+
+def training_threads() -> int | None:
+    """How many threads the running ``xgb.train`` or ``xgb.cv`` trains with: ``nthread`` of
+    the Booster whose ``boost`` (``update``) called the objective, read from its
+    configuration once per Booster. None outside a training and for XGBoost's default
+    (``nthread`` 0), whose count XGBoost derives from the machine and its CPU quota."""
+    frame = sys._getframe(1)
+    for _ in range(_BOOST_DEPTH):
+        if frame is None:
+            return None
+        if frame.f_code.co_name in ("boost", "update") and frame.f_globals.get("__name__") == "xgboost.core":
+            break
+        frame = frame.f_back
+    else:
+        return None
+    booster = frame.f_locals.get("self")
+    try:
+        return _THREADS[booster]
+    except (KeyError, TypeError):
+        pass
+    try:
+        threads = int(json.loads(booster.save_config())["learner"]["generic_param"]["nthread"])
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return None
+    _THREADS[booster] = threads if threads > 0 else None
+    return _THREADS[booster]
 
 
 # fold DMatrix -> the statistics of the whole set of its xgb.cv, or None for a whole set

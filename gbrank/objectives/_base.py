@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import operator
 import threading
 import weakref
 from typing import Any, Callable
@@ -77,7 +78,7 @@ def _engine_of(obj: Any) -> str | None:
 
 
 # the private per-dataset caches and their lock: the only attributes that change after construction
-_MUTABLE = frozenset({"_cache", "_owned", "_lock"})
+_MUTABLE = frozenset({"_cache", "_owned", "_checked", "_lock"})
 
 
 def _frozen_value(value: Any) -> Any:
@@ -170,6 +171,8 @@ class RankingObjective:
         self._lock = threading.Lock()
         self._cache: list[tuple[tuple[np.ndarray, ...], Any]] = []
         self._owned: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        # training set -> (its field objects, state, offsets, weights) at the last call
+        self._checked: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     # ----------------------------------------------------------------- subclass hooks
     def _prepare(self, labels: np.ndarray, offsets: np.ndarray) -> Any:
@@ -242,6 +245,13 @@ class RankingObjective:
         if _engine_of(y_pred) is None:
             owner = None if group is None else _engines.lightgbm.check_caller()
             with _engines.kernel_threads(owner):
+                # LGBMRanker hands over the Dataset's own label, weight and group objects
+                token = None if owner is None else self._unchanged_fields(owner)
+                if token is not None and all(map(operator.is_, token, (y_true, group, weight))):
+                    cached = self._cached_gradients(owner, token, y_pred)
+                    if cached is not None:
+                        return cached
+                    return self._kept_gradients(owner, token, y_true, y_pred, group, weight)
                 return self._gradients(y_true, y_pred, group, weight, owner=owner)
         with _engines.kernel_threads(y_pred):
             return self._from_engine(y_true, y_pred)
@@ -250,11 +260,46 @@ class RankingObjective:
     def _from_engine(self, preds, data, position=None):
         """Gradients for an engine's ``(preds, data)`` call (a Dataset or any DMatrix);
         ``position`` bound by :func:`gbrank.engines.with_position`, else read from ``data``."""
+        token = self._unchanged_fields(data) if position is None else None
+        if token is not None:
+            cached = self._cached_gradients(data, token, preds)
+            if cached is not None:
+                return cached
         fields = _engines.read(data, position=position is None and self._reads_position())
-        if position is None:
-            position = fields.position
-        return self._gradients(fields.labels, preds, fields.sizes, fields.weights, owner=data, position=position,
+        if token is not None:
+            return self._kept_gradients(data, token, fields.labels, preds, fields.sizes, fields.weights,
+                                        fields.statistics)
+        return self._gradients(fields.labels, preds, fields.sizes, fields.weights, owner=data,
+                               position=fields.position if position is None else position,
                                statistics=fields.statistics)
+
+    def _unchanged_fields(self, data):
+        """What says that ``data``'s fields are those of the previous call
+        (:func:`gbrank.engines.unchanged_fields`), for an objective whose gradients read
+        nothing else of it; None where the fields must be read and checked at every call.
+
+        A training set whose fields are the same objects as at the previous call skips the
+        reads, checks and state lookup: right after the engine's tree growing, each such
+        step of Python costs several times what it costs in a loop of calls.
+        """
+        if type(self)._gradients is not RankingObjective._gradients or self._reads_position():
+            return None
+        return _engines.unchanged_fields(data)
+
+    def _cached_gradients(self, data, token, preds):
+        """The gradients from what was kept for ``data`` when its fields are still ``token``;
+        None otherwise."""
+        entry = self._checked.get(data)
+        if entry is None or len(entry[0]) != len(token) or not all(map(operator.is_, entry[0], token)):
+            return None
+        _, state, offsets, weights = entry
+        return self._finish(state, check_scores(preds, int(offsets[-1]), offsets), weights)
+
+    def _kept_gradients(self, data, token, labels, preds, sizes, weights, statistics=None):
+        """The gradients of a full read, keeping the checked inputs for ``data``'s ``token``."""
+        state, offsets, weights = self._training_inputs(labels, sizes, weights, owner=data, statistics=statistics)
+        self._checked[data] = (token, state, offsets, weights)
+        return self._finish(state, check_scores(preds, int(offsets[-1]), offsets), weights)
 
     def _reads_position(self) -> bool:
         """Whether the gradients need the displayed positions (``uses_position``)."""
@@ -269,15 +314,18 @@ class RankingObjective:
         """
         if position is not None:
             return self.grad_hess(y_true, y_pred, group, weight, position=position)
+        state, offsets, weights = self._training_inputs(y_true, group, weight, owner=owner, statistics=statistics)
+        return self._finish(state, check_scores(y_pred, int(offsets[-1]), offsets), weights)
+
+    def _training_inputs(self, y_true, group, weight, *, owner=None, statistics=None):
+        """The checked ``(state, offsets, weights)`` of a training set's labels, groups and weights."""
         labels = np.asarray(y_true)
         if labels.ndim != 1:
             raise ValueError(f"y_true must be one-dimensional, got shape {labels.shape}")
         n = labels.shape[0]
         offsets = check_group(group, n)
         state = self._state(labels, offsets, owner=owner, statistics=statistics)
-        scores = check_scores(y_pred, n, offsets)
-        weights = check_weights(weight, n, offsets)
-        return self._finish(state, scores, weights)
+        return state, offsets, check_weights(weight, n, offsets)
 
     def _state(
         self,
@@ -382,6 +430,7 @@ class RankingObjective:
         del state["_lock"]
         state["_cache"] = []
         del state["_owned"]
+        del state["_checked"]
         return state
 
     def __setstate__(self, state):
@@ -390,6 +439,7 @@ class RankingObjective:
         self.__dict__.setdefault("_settings", _settings(self.__dict__))
         self._lock = threading.Lock()
         self._owned = weakref.WeakKeyDictionary()
+        self._checked = weakref.WeakKeyDictionary()
 
     def __repr__(self) -> str:
         args = ", ".join(f"{key}={value!r}" for key, value in self._params().items())

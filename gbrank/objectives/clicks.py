@@ -48,7 +48,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._docstrings import fill_doc, objective_example
-from .listnet import weighted_top1_kernel
+from .listnet import weighted_top1
 from .propensity import ClickObjective, click_doc
 
 __all__ = ["IPSListNet", "ips_listnet"]
@@ -60,7 +60,7 @@ class IPSListNet(ClickObjective):
     factory = "ips_listnet"
 
     def _kernel(self, state, scores, at, weight, inverse, offsets, grad, hess, want_loss):
-        return weighted_top1_kernel(scores, weight, offsets, grad, hess, want_loss)
+        return weighted_top1(scores, weight, offsets, grad, hess, want_loss)
 
 
 @click_doc

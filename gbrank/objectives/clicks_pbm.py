@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 
 from .._docstrings import fill_doc, objective_example
-from .listnet import weighted_top1_kernel
+from .listnet import weighted_top1
 from .propensity import ClickObjective, click_doc
 
 __all__ = ["PBMListNet", "pbm_listnet"]
@@ -90,7 +90,7 @@ class PBMListNet(ClickObjective):
     def _kernel(self, state, scores, at, weight, inverse, offsets, grad, hess, want_loss):
         if inverse is not None:
             scores = scores + state["offset"]
-        return weighted_top1_kernel(scores, weight, offsets, grad, hess, want_loss)
+        return weighted_top1(scores, weight, offsets, grad, hess, want_loss)
 
 
 @click_doc

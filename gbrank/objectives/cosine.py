@@ -73,10 +73,11 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from .._deprecation import legacy_arguments
 from .._docstrings import fill_doc, objective_example
+from .._parallel import MIN_ROWS_PER_THREAD, over_queries
 from .._validation import check_float
 from ._base import RankingObjective
 from ._targets import Target, check_target, check_target_labels, target_scores
@@ -107,12 +108,12 @@ def unit_targets(psi, offsets):
     return u
 
 
-@njit(parallel=True, cache=True)
-def cosine_kernel(scores, u, offsets, active, eps, grad, hess, want_loss):
-    """Fill grad and hess (raw) and return the per-query smoothed cosine loss."""
-    n_queries = offsets.shape[0] - 1
-    loss = np.zeros(n_queries)
-    for q in prange(n_queries):
+@njit(cache=True, nogil=True)
+def cosine_kernel(q0, q1, scores, u, offsets, active, eps, grad, hess, want_loss, loss):
+    """Fill grad and hess (raw) and ``loss`` (the smoothed cosine loss) of the queries
+    ``q0 <= q < q1`` (run over all queries by :func:`gbrank._parallel.over_queries`)."""
+    for q in range(q0, q1):
+        loss[q] = 0.0
         start = offsets[q]
         end = offsets[q + 1]
         if not active[q]:
@@ -138,7 +139,6 @@ def cosine_kernel(scores, u, offsets, active, eps, grad, hess, want_loss):
             hess[i] = h
         if want_loss:
             loss[q] = 0.5 * (1.0 - cos)
-    return loss
 
 
 class CosineState(NamedTuple):
@@ -178,7 +178,12 @@ class Cosine(RankingObjective):
         return CosineState(u, offsets, active)
 
     def _run(self, state: CosineState, scores, grad, hess, want_loss):
-        return cosine_kernel(scores, state.u, state.offsets, state.active, self.eps, grad, hess, want_loss)
+        loss = np.empty(state.offsets.size - 1)
+        # a few ns a row: a thread pays for its hand-over on about four times the rows of the
+        # Plackett-Luce kernels
+        over_queries(cosine_kernel, state.offsets, scores, state.u, state.offsets, state.active, self.eps, grad,
+                     hess, want_loss, loss, min_rows=4 * MIN_ROWS_PER_THREAD)
+        return loss
 
 
 @legacy_arguments(positional=("target_k", "target"), renamed={"k": "target_k"})

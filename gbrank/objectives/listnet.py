@@ -95,11 +95,11 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from .._deprecation import legacy_arguments
 from .._docstrings import fill_doc, objective_example
-from .._parallel import over_queries
+from .._parallel import MIN_ROWS_PER_THREAD, over_queries
 from .._validation import check_int
 from ._base import RankingObjective
 from ._random import next_uniform, query_stream
@@ -191,20 +191,22 @@ def _top1(s, top1, start, end, grad, hess, want_loss):
     return loss
 
 
-@njit(parallel=True, cache=True)
-def weighted_top1_kernel(scores, weight, offsets, grad, hess, want_loss):
+def weighted_top1(scores, weight, offsets, grad, hess, want_loss):
     """The top-one loss with unnormalised targets ``weight`` (the click losses' softmax):
-    g = W pi - w, h = W pi (1 - pi) per query, W its weights' sum; returns the per-query loss.
-
-    A numba parallel loop, not blocks on gbrank._parallel: the kernel is cheap, and inside
-    LightGBM's training the hand-over of blocks to its OpenMP team cost more than it saved on
-    RankCosine's kernel of the same size (measured, docs/benchmarks.md)."""
-    n_queries = offsets.shape[0] - 1
-    loss = np.zeros(n_queries)
+    g = W pi - w, h = W pi (1 - pi) per query, W its weights' sum; returns the per-query loss."""
+    loss = np.empty(offsets.size - 1)
     target = np.empty(scores.shape[0])
-    for q in prange(n_queries):
-        loss[q] = _weighted_top1_query(scores, weight, target, offsets[q], offsets[q + 1], grad, hess, want_loss)
+    # a few ns a row, as RankCosine: a thread pays for its hand-over on four times the rows
+    over_queries(weighted_top1_kernel, offsets, scores, weight, target, offsets, grad, hess, want_loss, loss,
+                 min_rows=4 * MIN_ROWS_PER_THREAD)
     return loss
+
+
+@njit(cache=True, nogil=True)
+def weighted_top1_kernel(q0, q1, scores, weight, target, offsets, grad, hess, want_loss, loss):
+    """:func:`weighted_top1` of the queries ``q0 <= q < q1`` (``target``: scratch rows)."""
+    for q in range(q0, q1):
+        loss[q] = _weighted_top1_query(scores, weight, target, offsets[q], offsets[q + 1], grad, hess, want_loss)
 
 
 @njit(cache=True)
