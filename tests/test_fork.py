@@ -135,53 +135,51 @@ def test_cross_val_score_multiprocessing_backend_after_parallel_kernel():
     assert out.rstrip().endswith("ok")
 
 
-@needs_fork
-def test_a_single_threaded_lightgbm_training_leaves_a_fork_that_trains():
-    """gbrank starts no OpenMP threads of its own inside LightGBM's training: after
-    ``lgb.train(num_threads=1)`` with a gbrank objective, a forked child trains LightGBM on
-    two threads as it would after LightGBM's built-in objective (GNU OpenMP hangs a child
-    whose parent had started threads)."""
-    pytest.importorskip("lightgbm")
-    out = run_python(PRELUDE + textwrap.dedent("""
-        import multiprocessing
+# the parent's training on one thread with a gbrank objective, then train_in_child(): the
+# engine's built-in objective on two threads
+SINGLE_THREADED = {
+    "lightgbm": """
         import lightgbm as lgb
 
-        data = gbrank.datasets.make_ranking(n_queries=300, docs_per_query=60, n_features=8, seed=0)
         lgb.train({"objective": gbrank.lambdarank(), "num_threads": 1, "verbose": -1},
                   lgb.Dataset(data.X, data.y, group=data.group), 5)
 
-        def child(_):
+        def train_in_child():
             booster = lgb.train({"objective": "lambdarank", "num_threads": 2, "verbose": -1},
                                 lgb.Dataset(data.X, data.y, group=data.group), 5)
             return float(booster.predict(data.X[:5]).sum())
-
-        with multiprocessing.get_context("fork").Pool(2) as pool:
-            got = pool.map(child, range(2))
-        assert got[0] == got[1], got
-        print("ok")
-    """))
-    check_layer(out)
-    assert out.rstrip().endswith("ok")
-
-
-@needs_fork
-def test_a_single_threaded_xgboost_training_leaves_a_fork_that_trains():
-    """The same for ``xgb.train(nthread=1)``, whose objective calls keep gbrank's pool (the
-    DMatrix is built on one thread too: built on XGBoost's default it starts OpenMP threads,
-    and a child forked afterwards hangs with XGBoost's built-in objective as well)."""
-    pytest.importorskip("xgboost")
-    out = run_python(PRELUDE + textwrap.dedent("""
-        import multiprocessing
+    """,
+    # the DMatrix is built on one thread too: built on XGBoost's default it starts OpenMP
+    # threads itself, and the child hangs with XGBoost's built-in objective as well
+    "xgboost": """
         import xgboost as xgb
 
-        data = gbrank.datasets.make_ranking(n_queries=300, docs_per_query=60, n_features=8, seed=0)
         xgb.train({"nthread": 1, "base_score": 0.0}, xgb.DMatrix(data.X, data.y, group=data.group, nthread=1), 5,
                   obj=gbrank.lambdarank())
 
-        def child(_):
+        def train_in_child():
             booster = xgb.train({"objective": "rank:ndcg", "nthread": 2},
                                 xgb.DMatrix(data.X, data.y, group=data.group), 5)
             return float(booster.predict(xgb.DMatrix(data.X[:5])).sum())
+    """,
+}
+
+
+@needs_fork
+@pytest.mark.parametrize("engine", sorted(SINGLE_THREADED))
+def test_a_single_threaded_training_leaves_a_fork_that_trains(engine):
+    """gbrank starts no OpenMP threads of its own inside an engine's training: after
+    ``lgb.train(num_threads=1)`` or ``xgb.train(nthread=1)`` with a gbrank objective, a
+    forked child trains the engine on two threads as it would after the engine's built-in
+    objective (GNU OpenMP hangs a child whose parent had started threads)."""
+    pytest.importorskip(engine)
+    out = run_python(PRELUDE + textwrap.dedent("""
+        import multiprocessing
+
+        data = gbrank.datasets.make_ranking(n_queries=300, docs_per_query=60, n_features=8, seed=0)
+    """) + textwrap.dedent(SINGLE_THREADED[engine]) + textwrap.dedent("""
+        def child(_):
+            return train_in_child()
 
         with multiprocessing.get_context("fork").Pool(2) as pool:
             got = pool.map(child, range(2))
