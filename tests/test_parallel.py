@@ -388,3 +388,48 @@ def test_an_objective_inside_xgboost_training_runs_on_its_nthread_team(nthread, 
     if expected is not None and parallel._engine_gomp("xgboost") is None:
         pytest.skip("XGBoost does not run on GNU OpenMP here")
     assert calls == ([expected] * 7 if expected else []), calls
+
+
+TEAM_CASES = {
+    "listmle_topk": lambda: gbrank.listmle_topk(k=10),
+    "listnet": gbrank.listnet,
+    "listnet_k3": lambda: gbrank.listnet(k=3),
+    "cosine": gbrank.cosine,
+    "ranknet": gbrank.ranknet,
+    "lambdarank": gbrank.lambdarank,
+    "lambdarank_map": lambda: gbrank.lambdarank("map"),
+    "lambdaloss": gbrank.lambdaloss,
+    "ips_listnet": lambda: gbrank.ips_listnet(propensity=None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TEAM_CASES))
+def test_objectives_on_the_engines_team_match_one_thread_bit_for_bit(name, monkeypatch):
+    """Every kernel family's compiled entry (enough rows for the cheap kernels to take a
+    second thread) gives the one-thread gradients exactly."""
+    _needs_a_team("lightgbm")
+    import gbrank._parallel as parallel
+
+    calls = []
+    real = parallel._run_on_team
+    monkeypatch.setattr(parallel, "_run_on_team", lambda *args: (calls.append(1), real(*args))[1])
+    monkeypatch.setattr(parallel, "_on_team", None)
+    data = gbrank.datasets.make_ranking(n_queries=1500, docs_per_query=25, n_features=2, seed=4)
+    scores = np.random.default_rng(5).normal(size=data.y.size)
+    objective = TEAM_CASES[name]()
+    labels, extra = data.y, {}
+    if getattr(objective, "uses_position", False):
+        labels = (np.random.default_rng(6).random(data.y.size) < 0.3).astype(np.float64)
+        extra = {"position": np.concatenate([np.arange(1, size + 1) for size in data.group])}
+    previous = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        alone = objective.grad_hess(labels, scores, data.group, **extra)
+        numba.set_num_threads(2)
+        with gbrank._parallel.engine_threads("lightgbm", 2):
+            team = objective.grad_hess(labels, scores, data.group, **extra)
+    finally:
+        numba.set_num_threads(previous)
+    assert calls
+    for a, b in zip(alone, team):
+        np.testing.assert_array_equal(a, b)
