@@ -184,7 +184,10 @@ def over_queries(kernel: Callable[..., Any], offsets: np.ndarray, *args: Any,
     for every ``min_rows`` rows (the calling thread alone below ``2 * min_rows``).
 
     The kernel must release the GIL (``nogil=True``) and write only to the rows and queries
-    of its block. An exception raised by a block is raised here.
+    of its block. An exception raised by a block is raised here. Inside an engine's training
+    (:func:`engine_threads`) a numba kernel whose arguments are one-dimensional contiguous
+    arrays (float64, float32, int64, int32, uint8, bool), bools, ints, floats or None runs
+    compiled on the engine's team (:mod:`gbrank._team`); any other goes through Python.
     """
     queries = offsets.size - 1
     rows = int(offsets[-1]) if offsets.size else 0
