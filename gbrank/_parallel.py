@@ -57,10 +57,13 @@ BLOCKS_PER_THREAD = 4
 # Rows per thread, at least: about 50 us of the listwise kernels' work (10-15 ns a row); the
 # pairwise kernels, at about 100 ns a row, pass fewer.
 MIN_ROWS_PER_THREAD = 4096
+# The same for kernels of a few ns a row (RankCosine, the click softmax): a thread pays for
+# its hand-over on four times the rows.
+MIN_ROWS_PER_THREAD_LIGHT = 4 * MIN_ROWS_PER_THREAD
 
 _lock = threading.Lock()
 # (offsets, count, block bounds) of the latest calls, newest first (_bounds)
-_recent_bounds: list[tuple[np.ndarray, int, list[int]]] = []
+_recent_bounds: list[tuple[np.ndarray, int, np.ndarray]] = []
 _RECENT_BOUNDS = 8
 _pool: ThreadPoolExecutor | None = None
 _pool_pid: int | None = None
@@ -163,14 +166,14 @@ def blocks(offsets: np.ndarray, count: int) -> list[int]:
     return sorted({0, offsets.size - 1, *cuts.tolist()})
 
 
-def _bounds(offsets: np.ndarray, count: int) -> list[int]:
-    """:func:`blocks`, kept for the few latest ``offsets`` arrays (a training set's state
-    hands the same one to every call; holding it keeps its identity from being reused)."""
+def _bounds(offsets: np.ndarray, count: int) -> np.ndarray:
+    """:func:`blocks` as int64, kept for the few latest ``offsets`` arrays (a training set's
+    state hands the same one to every call; holding it keeps its identity from being reused)."""
     with _lock:
         for cached, cached_count, bounds in _recent_bounds:
             if cached is offsets and cached_count == count:
                 return bounds
-    bounds = blocks(offsets, count)
+    bounds = np.array(blocks(offsets, count), dtype=np.int64)
     with _lock:
         _recent_bounds.insert(0, (offsets, count, bounds))
         del _recent_bounds[_RECENT_BOUNDS:]

@@ -173,9 +173,9 @@ def _entry(kernel: CPUDispatcher, kinds: tuple[str, ...]) -> Any:
         return _entries[key]
 
 
-def run(parallel: Any, kernel: Any, bounds: list[int], args: tuple, threads: int) -> bool:
+def run(parallel: Any, kernel: Any, bounds: np.ndarray, args: tuple, threads: int) -> bool:
     """Run ``kernel(q0, q1, *args)`` over the blocks ``bounds`` on ``threads`` threads of an
-    OpenMP team (``parallel``: its ``GOMP_parallel``) through the kernel's compiled entry;
+    OpenMP team (``parallel``: its ``GOMP_parallel``; ``bounds`` int64) through the kernel's compiled entry;
     a block that failed is run again here, to raise its exception. False, and nothing run,
     when ``kernel`` is not a numba kernel or an argument cannot travel in a frame."""
     framed = _framed(args) if isinstance(kernel, CPUDispatcher) else None
@@ -183,8 +183,7 @@ def run(parallel: Any, kernel: Any, bounds: list[int], args: tuple, threads: int
         return False
     kinds, words = framed
     compiled = _entry(kernel, kinds)
-    edges = np.array(bounds, dtype=np.int64)
-    frame = np.array([0, len(bounds) - 1, edges.ctypes.data, -1, *words], dtype=np.int64)
+    frame = np.array([0, len(bounds) - 1, bounds.ctypes.data, -1, *words], dtype=np.int64)
     parallel(compiled.address, frame.ctypes.data, threads, 0)
     failed = int(frame[3])
     if failed >= 0:

@@ -79,6 +79,19 @@ def read(dmat, *, position: bool = False) -> Fields:
                   position=rows, statistics=_fold_statistics(dmat))
 
 
+def _calling_frame(module: str, names: tuple[str, ...], depth: int):
+    """The nearest frame, at most ``depth`` above the caller's caller, of a function named
+    in ``names`` of XGBoost's ``module``; None if there is none."""
+    frame = sys._getframe(2)
+    for _ in range(depth):
+        if frame is None:
+            return None
+        if frame.f_code.co_name in names and frame.f_globals.get("__name__") == module:
+            return frame
+        frame = frame.f_back
+    return None
+
+
 # Booster -> the nthread it trains with, None for XGBoost's default; read once per Booster
 _THREADS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # frames between Booster.boost and the reader: the objective's call, its wrappers, kernel_threads
@@ -90,14 +103,8 @@ def training_threads() -> int | None:
     the Booster whose ``boost`` (``update``) called the objective, read from its
     configuration once per Booster. None outside a training and for XGBoost's default
     (``nthread`` 0), whose count XGBoost derives from the machine and its CPU quota."""
-    frame = sys._getframe(1)
-    for _ in range(_BOOST_DEPTH):
-        if frame is None:
-            return None
-        if frame.f_code.co_name in ("boost", "update") and frame.f_globals.get("__name__") == "xgboost.core":
-            break
-        frame = frame.f_back
-    else:
+    frame = _calling_frame("xgboost.core", ("boost", "update"), _BOOST_DEPTH)
+    if frame is None:
         return None
     booster = frame.f_locals.get("self")
     try:
@@ -128,18 +135,11 @@ def _fold_statistics(dmat) -> Statistics | None:
     except (KeyError, TypeError):
         pass
     found = None
-    frame = sys._getframe(1)
-    for _ in range(_CV_DEPTH):
-        if frame is None:
-            break
-        if frame.f_code.co_name == "cv" and frame.f_globals.get("__name__") == "xgboost.training":
-            whole = frame.f_locals.get("dtrain")
-            if whole is not None and whole is not dmat and engine_of(whole) == "xgboost":
-                sizes = group_sizes(whole, purpose="to read the whole set of an xgb.cv fold")
-                found = Statistics(label_max=float(np.max(whole.get_label(), initial=0)),
-                                   n_positions=int(sizes.max(initial=1)))
-            break
-        frame = frame.f_back
+    frame = _calling_frame("xgboost.training", ("cv",), _CV_DEPTH)
+    whole = None if frame is None else frame.f_locals.get("dtrain")
+    if whole is not None and whole is not dmat and engine_of(whole) == "xgboost":
+        sizes = group_sizes(whole, purpose="to read the whole set of an xgb.cv fold")
+        found = Statistics(label_max=float(np.max(whole.get_label(), initial=0)), n_positions=int(sizes.max(initial=1)))
     try:
         _FOLDS[dmat] = found
     except TypeError:

@@ -248,10 +248,7 @@ class RankingObjective:
                 # LGBMRanker hands over the Dataset's own label, weight and group objects
                 token = None if owner is None else self._unchanged_fields(owner)
                 if token is not None and all(map(operator.is_, token, (y_true, group, weight))):
-                    cached = self._cached_gradients(owner, token, y_pred)
-                    if cached is not None:
-                        return cached
-                    return self._kept_gradients(owner, token, y_true, y_pred, group, weight)
+                    return self._kept_gradients(owner, token, y_pred, lambda: (y_true, group, weight, None))
                 return self._gradients(y_true, y_pred, group, weight, owner=owner)
         with _engines.kernel_threads(y_pred):
             return self._from_engine(y_true, y_pred)
@@ -262,13 +259,12 @@ class RankingObjective:
         ``position`` bound by :func:`gbrank.engines.with_position`, else read from ``data``."""
         token = self._unchanged_fields(data) if position is None else None
         if token is not None:
-            cached = self._cached_gradients(data, token, preds)
-            if cached is not None:
-                return cached
+            def read():
+                fields = _engines.read(data)
+                return fields.labels, fields.sizes, fields.weights, fields.statistics
+
+            return self._kept_gradients(data, token, preds, read)
         fields = _engines.read(data, position=position is None and self._reads_position())
-        if token is not None:
-            return self._kept_gradients(data, token, fields.labels, preds, fields.sizes, fields.weights,
-                                        fields.statistics)
         return self._gradients(fields.labels, preds, fields.sizes, fields.weights, owner=data,
                                position=fields.position if position is None else position,
                                statistics=fields.statistics)
@@ -286,19 +282,16 @@ class RankingObjective:
             return None
         return _engines.unchanged_fields(data)
 
-    def _cached_gradients(self, data, token, preds):
-        """The gradients from what was kept for ``data`` when its fields are still ``token``;
-        None otherwise."""
+    def _kept_gradients(self, data, token, preds, read):
+        """The gradients from the checked inputs kept for ``data`` while its fields are still
+        ``token``; otherwise from ``read()`` (labels, group sizes, weights, statistics), whose
+        checked inputs are kept for ``token``."""
         entry = self._checked.get(data)
         if entry is None or len(entry[0]) != len(token) or not all(map(operator.is_, entry[0], token)):
-            return None
+            labels, sizes, weights, statistics = read()
+            entry = (token, *self._training_inputs(labels, sizes, weights, owner=data, statistics=statistics))
+            self._checked[data] = entry
         _, state, offsets, weights = entry
-        return self._finish(state, check_scores(preds, int(offsets[-1]), offsets), weights)
-
-    def _kept_gradients(self, data, token, labels, preds, sizes, weights, statistics=None):
-        """The gradients of a full read, keeping the checked inputs for ``data``'s ``token``."""
-        state, offsets, weights = self._training_inputs(labels, sizes, weights, owner=data, statistics=statistics)
-        self._checked[data] = (token, state, offsets, weights)
         return self._finish(state, check_scores(preds, int(offsets[-1]), offsets), weights)
 
     def _reads_position(self) -> bool:

@@ -77,7 +77,7 @@ from numba import njit
 
 from .._deprecation import legacy_arguments
 from .._docstrings import fill_doc, objective_example
-from .._parallel import MIN_ROWS_PER_THREAD, over_queries
+from .._parallel import MIN_ROWS_PER_THREAD_LIGHT, over_queries
 from .._validation import check_float
 from ._base import RankingObjective
 from ._targets import Target, check_target, check_target_labels, target_scores
@@ -179,10 +179,8 @@ class Cosine(RankingObjective):
 
     def _run(self, state: CosineState, scores, grad, hess, want_loss):
         loss = np.empty(state.offsets.size - 1)
-        # a few ns a row: a thread pays for its hand-over on about four times the rows of the
-        # Plackett-Luce kernels
         over_queries(cosine_kernel, state.offsets, scores, state.u, state.offsets, state.active, self.eps, grad,
-                     hess, want_loss, loss, min_rows=4 * MIN_ROWS_PER_THREAD)
+                     hess, want_loss, loss, min_rows=MIN_ROWS_PER_THREAD_LIGHT)
         return loss
 
 

@@ -99,7 +99,7 @@ from numba import njit
 
 from .._deprecation import legacy_arguments
 from .._docstrings import fill_doc, objective_example
-from .._parallel import MIN_ROWS_PER_THREAD, over_queries
+from .._parallel import MIN_ROWS_PER_THREAD_LIGHT, over_queries
 from .._validation import check_int
 from ._base import RankingObjective
 from ._random import next_uniform, query_stream
@@ -196,9 +196,8 @@ def weighted_top1(scores, weight, offsets, grad, hess, want_loss):
     g = W pi - w, h = W pi (1 - pi) per query, W its weights' sum; returns the per-query loss."""
     loss = np.empty(offsets.size - 1)
     target = np.empty(scores.shape[0])
-    # a few ns a row, as RankCosine: a thread pays for its hand-over on four times the rows
     over_queries(weighted_top1_kernel, offsets, scores, weight, target, offsets, grad, hess, want_loss, loss,
-                 min_rows=4 * MIN_ROWS_PER_THREAD)
+                 min_rows=MIN_ROWS_PER_THREAD_LIGHT)
     return loss
 
 
