@@ -19,14 +19,18 @@ after one, so a pool thread of ours would share the cores with a spinning engine
 and a call took 1.5-2.2 times as long as the same call alone. The engine's team is awake
 and takes the blocks at once: handed to it through libgomp's ``GOMP_parallel`` (of the
 library the engine loaded, never one loaded here), as a compiled function that runs the
-numba kernel's blocks with no Python in between (:mod:`gbrank._team`; a kernel it cannot
-take goes through a Python callback, which every team thread enters by taking the GIL).
-The team is never larger than the one the engine trains with (its ``num_threads``), and a
-training on one thread keeps the pool: GNU OpenMP hangs a child forked after its parent
-started OpenMP threads, so gbrank must never start threads the engine would not have
-started itself. The same holds inside XGBoost's training when its Booster's ``nthread`` is
-set (:func:`gbrank.engines.xgboost.training_threads`); with XGBoost's default the pool runs
-the blocks.
+numba kernel's blocks with no Python in between (:mod:`gbrank._team`). The team is never
+larger than the one LightGBM trains with (its ``num_threads``, resolved from the Dataset's
+parameters as LightGBM resolves them), and a training on one thread keeps the pool: GNU
+OpenMP hangs a child forked after its parent started OpenMP threads, so gbrank must never
+start threads the engine would not have started itself.
+
+So a kernel's blocks run in one of two ways: on the pool, or compiled on LightGBM's team.
+``GBRANK_ENGINE_TEAM=0`` in the environment turns the team off (every block then runs on
+the pool), with the same results bit for bit: each block writes only its own rows.
+A kernel the team cannot take (not compiled, or an argument that cannot travel in a frame,
+see :mod:`gbrank._team`) runs on the pool. XGBoost gives an objective no thread count, so
+its calls run on the pool.
 
 The number of threads is at most numba's: ``numba.get_num_threads()`` in the calling thread
 (``NUMBA_NUM_THREADS``, ``numba.set_num_threads``), so one setting governs every kernel. A
@@ -72,10 +76,11 @@ _local = threading.local()
 # engine -> its libgomp's GOMP_parallel and omp_get_max_threads, or None; looked up once per process
 _gomp: dict[str, Any] = {}
 _gomp_pid: int | None = None
-_BLOCK_FUNCTION = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _GOMP_SONAME = "libgomp.so.1"
 # Engines whose team takes the blocks (when the engine says how many threads it trains with).
-TEAM_ENGINES = ("lightgbm", "xgboost")
+TEAM_ENGINES = ("lightgbm",)
+#: The environment variable that turns the engine's team off (``"0"``).
+TEAM_SWITCH = "GBRANK_ENGINE_TEAM"
 
 
 def _executor() -> ThreadPoolExecutor:
@@ -187,10 +192,10 @@ def over_queries(kernel: Callable[..., Any], offsets: np.ndarray, *args: Any,
     for every ``min_rows`` rows (the calling thread alone below ``2 * min_rows``).
 
     The kernel must release the GIL (``nogil=True``) and write only to the rows and queries
-    of its block. An exception raised by a block is raised here. Inside an engine's training
+    of its block. An exception raised by a block is raised here. Inside LightGBM's training
     (:func:`engine_threads`) a numba kernel whose arguments are one-dimensional contiguous
     arrays (float64, float32, int64, int32, uint8, bool), bools, ints, floats or None runs
-    compiled on the engine's team (:mod:`gbrank._team`); any other goes through Python.
+    compiled on the engine's team (:mod:`gbrank._team`); any other runs on the pool.
     """
     queries = offsets.size - 1
     rows = int(offsets[-1]) if offsets.size else 0
@@ -207,9 +212,7 @@ def over_queries(kernel: Callable[..., Any], offsets: np.ndarray, *args: Any,
             kernel(q0, q1, *args)
 
     parallel, team = _team()
-    if team > 1:
-        if not _run_on_team(parallel, kernel, bounds, args, min(threads, team)):
-            _on_team(parallel, work, min(threads, team))
+    if team > 1 and _run_on_team(parallel, kernel, bounds, args, min(threads, team)):
         return
     pool = _executor()
     # the calling thread is one of the workers
@@ -223,26 +226,10 @@ def _team() -> tuple[Any, int]:
     """The engine's ``GOMP_parallel`` and how many threads a call may take of its team (0:
     no team) in the current thread's :func:`engine_threads` block."""
     engine, threads = getattr(_local, "engine", None) or (None, None)
-    gomp = _engine_gomp(engine) if engine else None
+    if engine is None or os.environ.get(TEAM_SWITCH, "1") == "0":
+        return None, 0
+    gomp = _engine_gomp(engine)
     if gomp is None:
         return None, 0
     parallel, max_threads = gomp
     return parallel, int(threads) if threads else int(max_threads())
-
-
-def _on_team(parallel: Any, work: Callable[[], None], threads: int) -> None:
-    """Run ``work`` on ``threads`` threads of an OpenMP team (the calling thread is one);
-    ctypes releases the GIL for the call and each thread takes it to start ``work``. For a
-    kernel that is not compiled, or whose arguments :mod:`gbrank._team` cannot hand over."""
-    errors: list[BaseException] = []
-
-    def member(_data) -> None:
-        try:
-            work()
-        except BaseException as exc:  # raised in the caller, below
-            errors.append(exc)
-
-    callback = _BLOCK_FUNCTION(member)
-    parallel(ctypes.cast(callback, ctypes.c_void_p), None, threads, 0)
-    if errors:
-        raise errors[0]

@@ -116,6 +116,9 @@ class Ranker(BaseEstimator):
     best_iteration_ : int
         Number of boosting rounds :meth:`predict` uses: the best round (1-based) under early
         stopping, otherwise every round trained.
+    propensity_ : ndarray
+        The propensity estimate of this fit's training set, positions 1..K relative to
+        position 1: set only by a click objective with ``propensity="estimate"``.
     gain_ : str or ndarray
         The gain evaluation uses (see ``gain``).
     evals_result_ : dict
@@ -289,7 +292,7 @@ class Ranker(BaseEstimator):
                 raise ValueError("early_stopping_rounds needs an eval_set to watch")
         train = _fit_lightgbm if engine == "lightgbm" else _fit_xgboost
         evals_result: dict = {}
-        booster, best = train(
+        booster, best, dtrain = train(
             params=self._engine_params(engine),
             objective=objective,
             data=(X, y, rows.sizes, weight, position),
@@ -304,6 +307,10 @@ class Ranker(BaseEstimator):
             verbose=verbose,
         )
         self.objective_ = objective
+        if getattr(objective, "mode", None) == "estimate":
+            self.propensity_ = objective.binding(dtrain).propensity_
+        elif hasattr(self, "propensity_"):
+            del self.propensity_
         self.booster_ = booster
         self.best_iteration_ = best
         self.evals_result_ = evals_result
@@ -524,7 +531,7 @@ def _fit_lightgbm(*, params, objective, data, evals, names, metrics, **training)
     dtrain = engine.dataset(X, y, sizes, weight=weight, position=position, params=params)
     valid = [engine.dataset(Xe, ye, ge, reference=dtrain) for Xe, ye, ge in evals]
     feval = metrics.lightgbm if metrics else None
-    return engine.train(params, dtrain, objective, valid=valid, valid_names=names, feval=feval, **training)
+    return (*engine.train(params, dtrain, objective, valid=valid, valid_names=names, feval=feval, **training), dtrain)
 
 
 def _fit_xgboost(*, params, objective, data, evals, names, metrics, **training):
@@ -537,7 +544,7 @@ def _fit_xgboost(*, params, objective, data, evals, names, metrics, **training):
     if position is not None:
         objective = with_position(objective, position)
     custom_metric = metrics.xgboost if metrics else None
-    return engine.train(params, dtrain, objective, evals=watch, custom_metric=custom_metric, **training)
+    return (*engine.train(params, dtrain, objective, evals=watch, custom_metric=custom_metric, **training), dtrain)
 
 
 def _require(engine: str) -> None:

@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence
 import dask
 import numpy as np
 
-from ..engines import Statistics, is_builtin, uses_position, watched
+from ..engines import Statistics, is_builtin, reads_position, watched
 from ..engines import dask as dask_engine
 from ..engines import lightgbm as lightgbm_engine
 from ..engines import xgboost as xgboost_engine
@@ -40,11 +40,6 @@ def _statistics(df, label_col: str, position_col: str | None) -> Statistics:
         label_max=float(values[0]),
         n_positions=max(int(values[1]), 1) if position_col else None,
     )
-
-
-def _needs_position(objective) -> bool:
-    reads = getattr(objective, "_reads_position", None)
-    return reads() if reads is not None else uses_position(objective)
 
 
 def train_lightgbm(
@@ -105,7 +100,7 @@ def train_lightgbm(
     """
     builtin = is_builtin(objective, "lightgbm")
     lightgbm_engine.check_params(params, objective)
-    if not builtin and _needs_position(objective):
+    if not builtin and reads_position(objective):
         raise ValueError(
             f"{objective!r} reads display positions, which lightgbm.dask does not pass to a worker's "
             "Dataset: train it with gbrank.dask.train_xgboost(..., position_col=...), or give "
@@ -207,7 +202,7 @@ def train_xgboost(
             check_partitions(frame, qid_col, ascending=i == 0)
     features = _columns(df, label_col, qid_col, None, features, position_col)
     builtin = isinstance(objective, str)
-    if not builtin and position_col is None and _needs_position(objective):
+    if not builtin and position_col is None and reads_position(objective):
         raise ValueError(
             f"{objective!r} reads display positions: name the column that holds them, "
             "train_xgboost(..., position_col='position')"
@@ -222,10 +217,10 @@ def train_xgboost(
         return dask_engine.xgboost_matrix(client, column(frame[features]), column(frame[label_col]),
                                           column(frame[qid_col]), position)
 
-    reads_position = not builtin and position_col is not None and _needs_position(objective)
-    dtrain = matrix(df, column(df[position_col]).astype(np.float32) if reads_position else None)
+    positioned = not builtin and position_col is not None and reads_position(objective)
+    dtrain = matrix(df, column(df[position_col]).astype(np.float32) if positioned else None)
     watch = [(matrix(frame), name) for frame, name in evals or []]
-    statistics = None if builtin else _statistics(df, label_col, position_col if reads_position else None)
+    statistics = None if builtin else _statistics(df, label_col, position_col if positioned else None)
     # the built-in objective by name, or base_score from the start score of a custom one
     params = xgboost_engine.params(objective, params)
     metric = distributed_metrics(metrics, **conventions) if watch else None
@@ -241,7 +236,7 @@ def train_xgboost(
         dtrain,
         objective,
         statistics=statistics,
-        positions=reads_position,
+        positions=positioned,
         num_boost_round=num_boost_round,
         evals=watch,
         custom_metric=metric,

@@ -15,8 +15,9 @@ harness, ``gbrank.dask``) and every objective call goes through it.
 * :func:`report_callback`: an engine callback that hands a tuner each iteration's metric;
 * :func:`predict`: raw scores of a LightGBM or XGBoost booster, as float64;
 * :func:`query_folds`: cross-validation folds that keep queries whole, for ``lgb.cv(folds=)``;
-* :func:`with_position`: displayed positions bound to an objective that reads them.
-* :func:`unchanged_fields`: whether a training set's fields are those an objective read last;
+* :func:`with_position`: displayed positions bound to an objective that reads them;
+* :func:`gradients`: the one path from an engine's call to an objective's kernels, through
+  the training set's binding (:mod:`gbrank.engines.bindings`);
 * :func:`kernel_threads`: where an objective's kernels run inside an engine's training
   (LightGBM's OpenMP team, no larger than the one it trains with).
 
@@ -29,15 +30,17 @@ from __future__ import annotations
 import numpy as np
 
 from ..groups import sizes_to_offsets, sizes_to_qid
-from . import lightgbm, positions, statistics, xgboost
+from . import bindings, lightgbm, positions, statistics, xgboost
 from ._common import (
     BUILTIN_OBJECTIVES,
     BestRound,
     Fields,
     PositionedObjective,
     engine_of,
+    gradients,
     is_builtin,
     kernel_threads,
+    reads_position,
     start_score,
     uses_position,
     watched,
@@ -51,17 +54,19 @@ __all__ = [
     "Fields",
     "PositionedObjective",
     "Statistics",
+    "bindings",
     "positions",
     "statistics",
     "engine_of",
+    "gradients",
     "is_builtin",
     "kernel_threads",
     "predict",
     "query_folds",
     "read",
+    "reads_position",
     "report_callback",
     "start_score",
-    "unchanged_fields",
     "uses_position",
     "watched",
     "with_position",
@@ -72,8 +77,9 @@ def read(data, *, position: bool = False) -> Fields:
     """The fields of a ``lightgbm.Dataset`` or any ``xgboost.DMatrix``.
 
     With ``position``, also the displayed positions (:mod:`gbrank.engines.positions`): a
-    LightGBM Dataset's as the user gave them (None if it has none), XGBoost's row order
-    within each query, with a one-time warning naming how to give them.
+    LightGBM Dataset's as the user gave them to :func:`gbrank.engines.lightgbm.dataset`
+    (refused with the fix when LightGBM holds only ids of them), XGBoost's row order within
+    each query, with a warning naming how to give them.
     """
     engine = engine_of(data)
     if engine == "lightgbm":
@@ -81,16 +87,6 @@ def read(data, *, position: bool = False) -> Fields:
     if engine == "xgboost":
         return xgboost.read(data, position=position)
     raise TypeError(f"expected a lightgbm.Dataset or an xgboost.DMatrix, got {type(data).__name__}")
-
-
-def unchanged_fields(data) -> tuple | None:
-    """What says that an engine training set's fields have not changed since an objective
-    last read them: the same objects (compared with ``is``) mean the same fields. None where
-    no such cheap check exists (an XGBoost ``DMatrix``, whose fields are copied out at every
-    read; an ``lgb.cv`` fold), and the fields are read and compared again at every call."""
-    if engine_of(data) == "lightgbm":
-        return lightgbm.unchanged_fields(data)
-    return None
 
 
 def report_callback(engine: str, report, data_name: str, metric_name: str):

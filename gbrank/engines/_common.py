@@ -14,6 +14,7 @@ from typing import Any, ContextManager
 import numpy as np
 
 from .._parallel import engine_threads
+from . import bindings
 from . import positions as _positions
 from .statistics import Statistics
 
@@ -22,8 +23,10 @@ __all__ = [
     "BestRound",
     "Fields",
     "engine_of",
+    "gradients",
     "is_builtin",
     "kernel_threads",
+    "reads_position",
     "start_score",
     "uses_position",
     "watched",
@@ -163,47 +166,64 @@ _NO_ENGINE = contextlib.nullcontext()
 
 def kernel_threads(owner: Any) -> ContextManager[None]:
     """Where the kernels of an objective call for the training set ``owner`` run: inside
-    an engine's training on its OpenMP team, at most as many threads as it trains with
-    (``gbrank._parallel.engine_threads``); elsewhere on gbrank's pool. LightGBM's count is
-    in the Dataset's parameters; XGBoost's is the training Booster's ``nthread``, and its
-    default (0, a count XGBoost derives from the machine) keeps the pool."""
-    engine = engine_of(owner)
-    if engine == "lightgbm":
+    LightGBM's training on its OpenMP team, at most as many threads as it trains with (its
+    ``num_threads``, resolved from the Dataset's parameters as LightGBM resolves them;
+    ``gbrank._parallel.engine_threads``); elsewhere (XGBoost, which gives an objective no
+    thread count, plain arrays) on gbrank's pool of ``numba.get_num_threads()`` threads."""
+    if engine_of(owner) == "lightgbm":
         from .lightgbm import training_threads
 
-        return engine_threads("lightgbm", training_threads(owner))
-    if engine == "xgboost":
-        from .xgboost import training_threads
-
-        threads = training_threads()
-        if threads is not None:
-            return engine_threads("xgboost", threads)
+        return engine_threads("lightgbm", training_threads(getattr(owner, "params", None)))
     return _NO_ENGINE
 
 
-def gradients(objective, labels, preds, sizes, weights, *, owner=None, position=None, statistics=None):
-    """``(grad, hess)`` of ``objective`` on one training set, for a front-end that read its
-    fields itself: a gbrank objective keeps its state for ``owner`` (the engine's training
-    set) and takes the whole data's ``statistics``; an objective of another package gets
-    ``grad_hess(..., position=)`` when there are positions, else the engine's own call."""
-    own = getattr(objective, "_gradients", None)
-    if own is not None:
-        with kernel_threads(owner):
-            return own(labels, preds, sizes, weights, owner=owner, position=position, statistics=statistics)
-    if position is not None:
-        return objective.grad_hess(labels, preds, sizes, weights, position=position)
-    return objective(preds, owner) if owner is not None else objective(labels, preds, weights, sizes)
+def reads_position(objective: Any) -> bool:
+    """Whether ``objective`` needs the displayed positions of its training set."""
+    reads = getattr(objective, "reads_position", None)
+    return bool(reads) if reads is not None else uses_position(objective)
+
+
+def gradients(objective, preds, data=None, *, labels=None, sizes=None, weights=None, position=None,
+              statistics: Statistics | None = None):
+    """``(grad, hess)`` of ``objective`` at ``preds``: the one path from an engine's call to
+    the kernels.
+
+    The fields are read from the engine's training set ``data`` (a ``lightgbm.Dataset`` or
+    ``xgboost.DMatrix``; the positions too where the objective reads them and none are
+    given), or given (``labels``, ``sizes``, ``weights``: LightGBM's scikit-learn wrapper,
+    ``grad_hess``, a Dask worker). A gbrank objective finds its binding to them in
+    :mod:`gbrank.engines.bindings` (bound anew where a field changed) and runs its kernels
+    where :func:`kernel_threads` says; an objective of another package gets
+    ``grad_hess(..., position=)`` when there are positions, else the engine's own call.
+    """
+    from . import read
+
+    if labels is None:
+        fields = read(data, position=position is None and reads_position(objective))
+        labels, sizes, weights = fields.labels, fields.sizes, fields.weights
+        position = fields.position if position is None else position
+        statistics = statistics or fields.statistics
+    if getattr(objective, "bind", None) is None:
+        if position is not None:
+            return objective.grad_hess(labels, preds, sizes, weights, position=position)
+        return objective(preds, data) if data is not None else objective(labels, preds, weights, sizes)
+    owner = data if data is not None else (labels if isinstance(labels, np.ndarray) else None)
+    binding = bindings.bound(objective, owner, labels, sizes, weights, position, statistics)
+    with kernel_threads(data):
+        return binding.grad_hess(preds)
 
 
 class PositionedObjective:
-    """A gbrank objective that reads positions, bound to the positions of one training set.
+    """A gbrank objective that reads positions, with the positions of one training set.
 
-    XGBoost has no position field, so they travel with the objective: ``f(preds, data)``
-    reads the other fields from ``data`` and hands the positions to the objective. The rows
-    must be in the order of ``position``; ``"row_order"`` says that each query's rows are in
-    display order (positions 1, 2, 3, ...). ``statistics`` are those of the whole training
-    data (:mod:`gbrank.engines.statistics`), given by a front-end that sees more than
-    ``data`` (a Dask worker's part).
+    The engines' training sets carry no positions an objective can read (XGBoost has no
+    such field; LightGBM keeps only ids of them once a Dataset is constructed), so they
+    travel with the objective: ``f(preds, data)`` reads the other fields from ``data`` and
+    hands the positions to the objective. The rows must be in the order of ``position``;
+    an ``lgb.cv`` fold takes its rows of them. ``"row_order"`` says that each query's rows
+    are in display order (positions 1, 2, 3, ...). ``statistics`` are those of the whole
+    training data (:mod:`gbrank.engines.statistics`), given by a front-end that sees more
+    than ``data`` (a Dask worker's part).
     """
 
     def __init__(self, objective, position, statistics: Statistics | None = None) -> None:
@@ -220,12 +240,25 @@ class PositionedObjective:
         if self.row_order:
             position = _positions.row_order(fields.sizes, asked=True)
         else:
-            position = self.position
-            if position.size != n:
-                raise ValueError(f"{position.size} positions for training data of {n} rows")
-        statistics = self.statistics if self.statistics is not None else fields.statistics
-        return gradients(self.objective, fields.labels, preds, fields.sizes, fields.weights, owner=data,
-                         position=position, statistics=statistics)
+            position = _positions.of_rows(self.position, data, n)
+        return gradients(self.objective, preds, data, labels=fields.labels, sizes=fields.sizes,
+                         weights=fields.weights, position=position,
+                         statistics=self.statistics or fields.statistics)
+
+    def binding(self, data):
+        """The objective's binding to the training set ``data`` (see
+        :meth:`gbrank.objectives._base.RankingObjective.binding`)."""
+        return self.objective.binding(data)
+
+    @property
+    def propensity_(self):
+        raise AttributeError(
+            "the propensity estimate belongs to the training set, not to the objective: read "
+            "it as with_position(...).binding(dtrain).propensity_ (or objective.binding(dtrain).propensity_)"
+        )
+
+    def __repr__(self) -> str:
+        return f"with_position({self.objective!r}, {'row_order' if self.row_order else '[...]'})"
 
 
 def with_position(objective, position) -> PositionedObjective:

@@ -82,7 +82,7 @@ class XGBoostWorkerObjective:
                 return np.zeros(0), np.zeros(0)
             empty = np.zeros(0)
             return _worker_threads(lambda: gradients(
-                self.objective, empty, empty, np.zeros(0, dtype=np.int64), None, owner=dtrain,
+                self.objective, empty, dtrain, labels=empty, sizes=np.zeros(0, dtype=np.int64),
                 position=np.zeros(0, dtype=np.int64) if self.positions else None, statistics=self.statistics))
         fields = engine.read(dtrain)
         position = None
@@ -90,8 +90,8 @@ class XGBoostWorkerObjective:
             bound = dtrain.get_float_info("label_lower_bound")
             position = _positions.check(bound, fields.labels.size, name="position column")
         return _worker_threads(lambda: gradients(
-            self.objective, fields.labels, preds, fields.sizes, fields.weights, owner=dtrain, position=position,
-            statistics=self.statistics))
+            self.objective, preds, dtrain, labels=fields.labels, sizes=fields.sizes, weights=fields.weights,
+            position=position, statistics=self.statistics))
 
 
 class LightGBMWorkerObjective:
@@ -104,7 +104,7 @@ class LightGBMWorkerObjective:
 
     def __call__(self, y_true, y_pred, weight, group):
         return _worker_threads(lambda: gradients(
-            self.objective, y_true, y_pred, group, weight, owner=None, position=None, statistics=self.statistics))
+            self.objective, y_pred, labels=y_true, sizes=group, weights=weight, statistics=self.statistics))
 
 
 def lightgbm_train(client, X, y, group, *, weight=None, objective, statistics: Statistics | None,

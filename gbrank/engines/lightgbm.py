@@ -19,30 +19,25 @@ LightGBM 4.7 facts this module relies on (read in its source):
 
 from __future__ import annotations
 
-import sys
-import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ..groups import sizes_to_offsets, sizes_to_qid
 from . import positions as _positions
-from ._common import BestRound, Fields, engine_of, is_builtin, watched
+from ._common import BestRound, Fields, is_builtin, watched
 from .statistics import Statistics
 
 __all__ = [
     "EarlyStopping",
     "best_iteration",
     "check",
-    "check_caller",
     "check_params",
     "dataset",
     "predict",
     "read",
     "train",
 ]
-
-_CHECKED: "weakref.WeakKeyDictionary[Any, bool]" = weakref.WeakKeyDictionary()
 
 _BAGGING_BY_QUERY = (
     "bagging_by_query=True has no effect with a custom objective in LightGBM 4.7 (it draws "
@@ -97,61 +92,30 @@ def _check_subset(data) -> None:
 def check(data) -> None:
     """Refuse a training ``Dataset`` whose parameters or rows a ranking objective cannot take."""
     check_params(getattr(data, "params", None))
-    if data not in _CHECKED:
-        _check_subset(data)
-        _CHECKED[data] = True
+    _check_subset(data)
 
 
-# LightGBM's names of num_threads
-_THREADS = ("num_threads", "num_thread", "nthread", "nthreads", "n_jobs")
+# LightGBM's names of num_threads: the main name, then its aliases
+_THREADS = "num_threads"
+_THREAD_ALIASES = ("num_thread", "nthread", "nthreads", "n_jobs")
 
 
-def training_threads(data) -> int | None:
-    """How many threads LightGBM trains ``data`` with: its ``num_threads`` (any alias), which
-    the training hands to the Dataset's params; None for LightGBM's default (OpenMP's)."""
-    params = getattr(data, "params", None) or {}
-    for name in _THREADS:
-        if params.get(name) is not None:
-            threads = int(params[name])
-            return threads if threads > 0 else None
-    return None
-
-
-def check_caller():
-    """The checks of :func:`check` for ``LGBMRanker``'s four-argument call; returns the
-    training ``Dataset`` (None if not found), to which the objective keeps its state.
-
-    LightGBM's scikit-learn wrapper hands the objective arrays, not the ``Dataset``; the
-    wrapper's frame, a few above this one (gbrank's own wrappers may sit between), holds it
-    as ``dataset``.
-    """
-    frame = sys._getframe(2)
-    for _ in range(6):
-        if frame is None:
+def training_threads(params: dict | None) -> int | None:
+    """How many threads LightGBM trains with under ``params`` (a Dataset's ``params``, which
+    ``lgb.train`` and ``lgb.cv`` fill): ``num_threads`` resolved from its aliases as
+    LightGBM resolves them (``Config::KeyAliasTransform``: the main name wins, else the
+    shortest alias, then the first in alphabetical order); None for LightGBM's default
+    (OpenMP's), which a value of 0 or less also asks for."""
+    params = params or {}
+    if params.get(_THREADS) is not None:
+        value = params[_THREADS]
+    else:
+        given = sorted((name for name in _THREAD_ALIASES if params.get(name) is not None), key=lambda n: (len(n), n))
+        if not given:
             return None
-        if type(frame.f_locals.get("self")).__module__.startswith("lightgbm"):
-            data = frame.f_locals.get("dataset")
-            if engine_of(data) == "lightgbm":
-                check(data)
-                return data
-            return None
-        frame = frame.f_back
-    return None
-
-
-def unchanged_fields(data) -> tuple | None:
-    """The objects a training ``Dataset`` holds for the fields :func:`read` reads (labels,
-    group sizes, weights), after the checks of its parameters; None for a subset (an
-    ``lgb.cv`` fold, whose reads also take the whole set's statistics).
-
-    The same objects at two calls mean the same fields: a constructed Dataset replaces a
-    field it is given (``set_label``, ``set_group``, ``set_weight`` store a new array) and
-    never writes into one.
-    """
-    if getattr(data, "used_indices", None) is not None:
-        return None
-    check_params(getattr(data, "params", None))
-    return data.get_label(), data.get_group(), data.get_weight()
+        value = params[given[0]]
+    threads = int(value)
+    return threads if threads > 0 else None
 
 
 def _statistics(data) -> Statistics | None:
@@ -168,7 +132,12 @@ def _statistics(data) -> Statistics | None:
 
 def read(data, *, position: bool = False) -> Fields:
     """The fields of a ``lightgbm.Dataset`` that an objective reads, after :func:`check`;
-    the positions as the user gave them with ``position`` (:mod:`gbrank.engines.positions`)."""
+    the positions as the user gave them with ``position`` (:mod:`gbrank.engines.positions`).
+
+    LightGBM stores an infinite label as 1e38 (and NaN as 0) when it constructs a Dataset;
+    a label of that size is refused here as the infinite label it stands for (a NaN cannot
+    be told from a 0 afterwards: ``gbrank.engines.lightgbm.dataset`` and ``gbrank.Ranker``
+    check the labels as given, before LightGBM rewrites them)."""
     check(data)
     group = data.get_group()
     labels = data.get_label()
@@ -177,6 +146,7 @@ def read(data, *, position: bool = False) -> Fields:
             "query groups are required: pass group sizes to the LightGBM Dataset (group=[n1, n2, ...], "
             "sizes of consecutive queries) or call set_group() before training"
         )
+    _check_stand_in(labels)
     weights = data.get_weight()
     sizes = np.asarray(group, dtype=np.int64)
     given = _positions.of_lightgbm(data, sizes_to_offsets(sizes)) if position else None
@@ -188,6 +158,23 @@ def read(data, *, position: bool = False) -> Fields:
         position=given,
         statistics=_statistics(data),
     )
+
+
+# LightGBM's stand-in for an infinite label (Common::AvoidInf on float)
+_INF_STAND_IN = 1e38
+
+
+def _check_stand_in(labels) -> None:
+    if labels is None or not len(labels):
+        return
+    values = np.asarray(labels)
+    if values.max() >= _INF_STAND_IN or values.min() <= -_INF_STAND_IN:
+        row = int(np.flatnonzero(np.abs(values) >= _INF_STAND_IN)[0])
+        raise ValueError(
+            f"the LightGBM Dataset's label {row} is {float(values[row]):g}, LightGBM's stand-in for an "
+            "infinite label (it stores NaN as 0): labels must be finite; fix the labels before building "
+            "the Dataset"
+        )
 
 
 def dataset(
@@ -202,9 +189,19 @@ def dataset(
     reference=None,
     free_raw_data: bool = True,
 ):
-    """A constructed ``lightgbm.Dataset`` with query groups (and optional fields)."""
+    """A constructed ``lightgbm.Dataset`` with query groups (and optional fields).
+
+    Its labels are checked as given (finite), before LightGBM rewrites a NaN as 0; its
+    ``position`` values are kept for the objectives that read them
+    (:func:`gbrank.engines.positions.of_lightgbm`), since LightGBM keeps only ids of them.
+    """
     import lightgbm as lgb
 
+    labels = np.asarray(y)
+    if labels.dtype.kind in "fc" and not np.isfinite(labels).all():
+        row = int(np.flatnonzero(~np.isfinite(labels))[0])
+        raise ValueError(f"label {row} is {labels[row]!r}: labels must be finite (LightGBM would store it as "
+                         f"{'0' if np.isnan(labels[row]) else '1e38'})")
     data = lgb.Dataset(
         X,
         y,
@@ -216,7 +213,8 @@ def dataset(
         reference=reference,
         free_raw_data=free_raw_data,
     )
-    _positions.remember(data)
+    if position is not None:
+        _positions.keep(data, position)
     return data.construct()
 
 

@@ -2,29 +2,27 @@
 
 Positions are 1-based display ranks (1 = top, any value: a second results page holds 11..20)
 and ``-1`` marks a row never shown. They are the values the user gave, whatever the row
-order:
+order, and gbrank never guesses them:
 
 * **LightGBM** keeps, once a ``Dataset`` is constructed, only ids of the distinct positions
-  numbered in order of first appearance (``Metadata::SetPosition``): the Python ``Dataset``
-  then answers ``get_position()`` with the ids. gbrank therefore records the values while
-  the ``Dataset`` still holds them: :func:`remember` (called by ``lgb.train`` and ``lgb.cv``
-  through the objective's deep copy, before they construct the training set, and by
-  gbrank's own Dataset builder). An ``lgb.cv`` fold reads its rows of the full set's
-  values. Ids are read only as a last resort, for a ``Dataset`` constructed before gbrank
-  saw it, and only where they can mean one thing: every query's rows numbered 0, 1, 2, ...
-  in row order, i.e. shown from the top in row order (a warning says so); anything else is
-  refused with the fix.
+  (numbered in an order that differs between its versions), and ``lgb.train`` constructs
+  the Dataset before it first calls the objective. The values therefore come from the user:
+  :func:`gbrank.engines.with_position` (the positions travel with the objective, in
+  ``lgb.train``, ``lgb.cv``, ``Booster.update(fobj=)`` alike), or
+  :func:`gbrank.engines.lightgbm.dataset` (``position=``), which keeps the values with the
+  Dataset it builds (:func:`keep`). An ``lgb.cv`` fold reads its rows of them. A Dataset
+  with positions that gbrank was not given is refused, every time, with the fix: its ids
+  could mean any positions (a second page, any order repeated in every query).
 * **XGBoost** has no position field. Positions travel with the objective
   (:func:`gbrank.engines.with_position`, ``gbrank.Ranker.fit(position=)``, a position
   column in :mod:`gbrank.dask`). Without them the row order within each query is the
-  position (XGBoost's own convention for ``lambdarank_unbiased``), with a one-time warning
-  naming how to give positions; ``with_position(objective, "row_order")`` asks for the row
-  order and silences it.
+  position (XGBoost's own convention for ``lambdarank_unbiased``), with a warning naming how
+  to give positions; ``with_position(objective, "row_order")`` asks for the row order and
+  silences it.
 """
 
 from __future__ import annotations
 
-import sys
 import threading
 import warnings
 import weakref
@@ -34,17 +32,14 @@ import numpy as np
 
 from ..groups import row_in_query
 
-__all__ = ["ROW_ORDER", "check", "given", "of_lightgbm", "remember", "remember_training_set", "row_order"]
+__all__ = ["ROW_ORDER", "check", "given", "keep", "of_lightgbm", "of_rows", "row_order"]
 
 #: ``with_position(objective, ROW_ORDER)``: the rows of each query are in display order.
 ROW_ORDER = "row_order"
 
 # lightgbm.Dataset -> the positions the user gave (int64, read-only), while it lives
 _GIVEN: "weakref.WeakKeyDictionary[Any, np.ndarray]" = weakref.WeakKeyDictionary()
-# lightgbm.Dataset -> the ids array its recorded positions were last found to agree with
-_AGREED: "weakref.WeakKeyDictionary[Any, np.ndarray]" = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
-_WARNED: set[str] = set()
 
 _XGBOOST_ROW_ORDER = (
     "XGBoost has no position field: gbrank reads each query's row order as the display positions "
@@ -53,20 +48,11 @@ _XGBOOST_ROW_ORDER = (
     "or say that the rows are in display order with with_position(objective, 'row_order')"
 )
 _LIGHTGBM_IDS = (
-    "the LightGBM Dataset was constructed before gbrank could read its positions, and LightGBM keeps "
-    "only ids of them: gbrank reads each query's rows as shown from the top in row order (positions "
-    "1, 2, 3, ...). Pass the Dataset to lgb.train / lgb.cv before constructing it (or call "
-    "gbrank.engines.positions.remember(dataset) before construct()), or bind the positions with "
-    "gbrank.engines.with_position(objective, position)"
+    "the LightGBM Dataset holds positions that gbrank was not given: once constructed, LightGBM keeps only "
+    "ids of them, which could mean any positions (a second results page, any order repeated in every "
+    "query). Give the values: obj=gbrank.engines.with_position(objective, position), or build the Dataset "
+    "with gbrank.engines.lightgbm.dataset(X, y, group, position=position)"
 )
-
-
-def _warn_once(key: str, message: str) -> None:
-    with _LOCK:
-        if key in _WARNED:
-            return
-        _WARNED.add(key)
-    warnings.warn(message, UserWarning, stacklevel=4)
 
 
 def _where(row: int, offsets: np.ndarray | None) -> str:
@@ -102,35 +88,13 @@ def check(position, n: int, offsets: np.ndarray | None = None, *, name: str = "p
     return values
 
 
-def remember(data) -> None:
-    """Record the positions a not yet constructed ``lightgbm.Dataset`` holds, as given.
-
-    Called before LightGBM constructs the Dataset (after which it keeps only ids); a
-    constructed Dataset or one without positions is left as it is.
-    """
-    if getattr(data, "_handle", 0) is not None or getattr(data, "position", None) is None:
-        return
-    values = check(data.position, len(data.position))
+def keep(data, position) -> None:
+    """Keep the ``position`` values given for the ``lightgbm.Dataset`` ``data`` (checked),
+    for the objectives that read them while ``data`` lives."""
+    values = check(position, len(position))
     values.setflags(write=False)
     with _LOCK:
         _GIVEN[data] = values
-
-
-def remember_training_set() -> None:
-    """:func:`remember` the training set of the running ``lgb.train`` or ``lgb.cv``.
-
-    Called while they deep-copy their parameters (the objective among them), the one moment
-    gbrank code runs before they construct the Dataset; found in their frame as
-    ``train_set``. Outside them it does nothing.
-    """
-    frame = sys._getframe(1)
-    for _ in range(16):
-        if frame is None:
-            return
-        if frame.f_globals.get("__name__") == "lightgbm.engine" and "train_set" in frame.f_locals:
-            remember(frame.f_locals["train_set"])
-            return
-        frame = frame.f_back
 
 
 def given(data) -> np.ndarray | None:
@@ -150,68 +114,34 @@ def given(data) -> np.ndarray | None:
 
 
 def of_lightgbm(data, offsets: np.ndarray) -> np.ndarray | None:
-    """The positions of a ``lightgbm.Dataset`` as the user gave them, or None if it has none."""
+    """The positions of a ``lightgbm.Dataset`` as the user gave them (:func:`keep`), None if
+    it has none; a Dataset with positions gbrank was not given is refused with the fix."""
     n = int(offsets[-1])
     values = given(data)
-    if values is None and getattr(data, "_handle", 0) is None and getattr(data, "position", None) is not None:
-        values = check(data.position, n, offsets)
     if values is not None:
         if values.shape != (n,):
             raise ValueError(f"the LightGBM Dataset holds {values.size} positions for {n} rows")
-        _check_agrees(data, values)
         return values
-    ids = data.get_position()
-    if ids is None:
-        return None
-    ids = np.asarray(ids, dtype=np.int64)
-    # the one reading of ids that needs no values: the rows of every query shown from the
-    # top in row order, which numbers them 0, 1, 2, ... in every query
-    expected = row_in_query(np.diff(offsets))
-    if ids.shape != (n,) or not np.array_equal(ids, expected):
-        where = _where(int(np.flatnonzero(ids != expected)[0]), offsets) if ids.shape == (n,) else "its rows"
-        raise ValueError(
-            f"the LightGBM Dataset was constructed before gbrank could read its positions, and the ids "
-            f"LightGBM keeps instead do not say which position each row had ({where}). Pass the "
-            "Dataset to lgb.train / lgb.cv before constructing it (or call "
-            "gbrank.engines.positions.remember(dataset) before construct()), or bind the positions "
-            "with gbrank.engines.with_position(objective, position)"
-        )
-    _warn_once("lightgbm-ids", _LIGHTGBM_IDS)
-    return ids + 1
+    if data.get_position() is not None:
+        raise ValueError(_LIGHTGBM_IDS)
+    return None
 
 
-def _first_appearance_ids(values: np.ndarray) -> np.ndarray:
-    """LightGBM's ids of ``values``: the distinct values numbered in order of first appearance."""
-    _, first, inverse = np.unique(values, return_index=True, return_inverse=True)
-    number = np.empty(first.size, dtype=np.int64)
-    number[np.argsort(first, kind="stable")] = np.arange(first.size)
-    return number[inverse.reshape(-1)]
-
-
-def _check_agrees(data, values: np.ndarray) -> None:
-    """Refuse recorded positions that the Dataset's ids contradict (``set_position`` after
-    LightGBM constructed it); checked once per ids array."""
-    if getattr(data, "_handle", None) is None or getattr(data, "used_indices", None) is not None:
-        return
-    ids = data.get_position()
-    if ids is None:
-        return
-    with _LOCK:
-        if _AGREED.get(data) is ids:
-            return
-    if not np.array_equal(np.asarray(ids, dtype=np.int64), _first_appearance_ids(values)):
-        raise ValueError(
-            "the LightGBM Dataset's positions changed after gbrank read them (set_position on a "
-            "constructed Dataset, of which LightGBM keeps only ids): build a new Dataset with "
-            "position=, or bind the positions with gbrank.engines.with_position(objective, position)"
-        )
-    with _LOCK:
-        _AGREED[data] = ids
+def of_rows(values: np.ndarray, data, n: int) -> np.ndarray:
+    """Positions ``values`` given for a training set, for the ``n`` rows of ``data``: all of
+    them, or an ``lgb.cv`` fold's rows of the full set they were given for."""
+    if values.size == n:
+        return values
+    used = getattr(data, "used_indices", None)
+    reference = getattr(data, "reference", None)
+    if used is not None and reference is not None and reference.num_data() == values.size:
+        return values[np.asarray(used, dtype=np.int64)]
+    raise ValueError(f"{values.size} positions for training data of {n} rows")
 
 
 def row_order(sizes: np.ndarray, *, asked: bool = False) -> np.ndarray:
-    """Positions 1, 2, 3, ... in row order within each query of ``sizes`` rows; warns once
-    unless ``asked``."""
+    """Positions 1, 2, 3, ... in row order within each query of ``sizes`` rows; warns unless
+    ``asked`` (Python's warning filter shows it once per place, by default)."""
     if not asked:
-        _warn_once("xgboost-row-order", _XGBOOST_ROW_ORDER)
+        warnings.warn(_XGBOOST_ROW_ORDER, UserWarning, stacklevel=2)
     return row_in_query(sizes) + 1

@@ -8,23 +8,23 @@ propensity estimate's updates) comes from here, so that one machine and N worker
 the same thing:
 
 * :class:`Statistics` holds the values computed by the front-end that sees the whole data
-  (``gbrank.dask`` before training, the LightGBM reader for a fold from its full set), and
-  ``reduce``, which sums an array over the workers (the identity on one machine);
-* :func:`given` makes them current while an objective prepares a training set's state, and
-  :func:`label_max` and :func:`current` read them there; without any, the rows at hand are
-  the whole data.
+  (``gbrank.dask`` before training, the LightGBM reader for an ``lgb.cv`` fold from its full
+  set, or the user: ``objective.bind(..., statistics=)``), and ``reduce``, which sums an
+  array over the workers (the identity on one machine). They reach the objective as an
+  argument of its binding; without any, the rows at hand are the whole data.
+* An ``xgb.cv`` fold has no link to its whole set in XGBoost's public API: it is trained
+  with its own statistics (its own label maximum), unless the objective is told the whole
+  set's (``lambdarank(measure="err", max_label=...)``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable
 
 import numpy as np
 
-__all__ = ["Statistics", "current", "given", "label_max", "sum_over_workers"]
+__all__ = ["Statistics", "label_max", "sum_over_workers"]
 
 
 @dataclass(frozen=True)
@@ -47,35 +47,10 @@ class Statistics:
     n_positions: int | None = None
     reduce: Callable[[np.ndarray], np.ndarray] | None = None
 
-    def key(self) -> np.ndarray:
-        """The values a prepared state depends on, as one array (for the state's cache)."""
-        return np.array(
-            [np.nan if self.label_max is None else self.label_max, -1 if self.n_positions is None else self.n_positions,
-             float(self.reduce is not None)]
-        )
 
-
-_CURRENT: contextvars.ContextVar[Statistics | None] = contextvars.ContextVar("gbrank_statistics", default=None)
-
-
-@contextlib.contextmanager
-def given(statistics: Statistics | None) -> Iterator[None]:
-    """Make ``statistics`` current (None: the rows at hand are the whole data)."""
-    token = _CURRENT.set(statistics)
-    try:
-        yield
-    finally:
-        _CURRENT.reset(token)
-
-
-def current() -> Statistics | None:
-    """The statistics made current by :func:`given`, or None."""
-    return _CURRENT.get()
-
-
-def label_max(labels: np.ndarray) -> float:
-    """The largest label of the whole training data: the current statistics', else of ``labels``."""
-    statistics = _CURRENT.get()
+def label_max(labels: np.ndarray, statistics: Statistics | None) -> float:
+    """The largest label of the whole training data: ``statistics``' where they have it,
+    else of ``labels`` (the rows at hand are the whole data)."""
     if statistics is not None and statistics.label_max is not None:
         return statistics.label_max
     return float(np.max(labels, initial=0))

@@ -8,45 +8,41 @@ XGBoost 3.2 facts this module relies on (read in its source):
   :func:`gbrank.engines.start_score` so that both engines train the same model.
 * XGBoost reports its default metric (``rmse`` for the default objective) beside a custom
   metric unless ``disable_default_eval_metric`` is set; :func:`params` sets it.
-* ``EarlyStopping`` without ``maximize`` guesses the direction from the metric name and
-  would minimise gbrank's names; :func:`maximize_early_stopping` (called by gbrank's
-  metrics) sets ``maximize=True`` on the callback that watches a gbrank metric.
+* ``EarlyStopping`` without ``maximize`` guesses the direction from the metric name: it
+  maximises names that start with ``auc``, ``aucpr``, ``pre``, ``map`` or ``ndcg``
+  (``ndcg@10``, ``map@5``, ``precision@10``) and minimises every other (``mrr``,
+  ``err@10``). gbrank's front-ends build it with ``maximize=True`` (:func:`early_stopping`);
+  ``xgb.train``/``xgb.cv`` users pass ``maximize=True`` themselves.
 * ``xgb.cv`` without ``folds`` keeps queries whole (``mkgroupfold``); with ``folds`` it
   slices rows and refuses a DMatrix with groups itself. A fold is a slice with no link to
-  the whole set, which only ``cv``'s frame holds (as ``dtrain``): :func:`read` takes the
-  whole data's statistics from there.
+  the whole set in XGBoost's public API: an objective trains it with the fold's own
+  statistics (its label maximum), unless told the whole set's (``max_label=``).
 * dart drops trees in ``predict(training=True)``, which ``Booster.update`` calls before the
   custom objective, so the gradients see the dropped model.
 * The objective is called from ``Booster.boost`` (``Booster.update`` before 3.2) with the
-  predictions and the ``DMatrix`` only; the thread count is the Booster's ``nthread``,
-  which :func:`training_threads` reads from the Booster found on the call stack.
+  predictions and the ``DMatrix`` only, not the thread count: gbrank's kernels run on its
+  own pool, of ``numba.get_num_threads()`` threads.
 """
 
 from __future__ import annotations
 
-import json
-import sys
-import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from . import positions as _positions
 from ._common import Fields, engine_of, is_builtin, start_score, watched
-from .statistics import Statistics
 
 __all__ = [
     "best_iteration",
     "dmatrix",
     "early_stopping",
     "group_sizes",
-    "maximize_early_stopping",
     "params",
     "predict",
     "query_weights",
     "read",
     "train",
-    "training_threads",
 ]
 
 
@@ -55,7 +51,7 @@ def read(dmat, *, position: bool = False) -> Fields:
 
     XGBoost weights whole queries: one weight per query is spread to the query's rows.
     XGBoost has no position field: with ``position`` the row order within each query is
-    read as the position, with a one-time warning (:func:`gbrank.engines.positions.row_order`).
+    read as the position, with a warning (:func:`gbrank.engines.positions.row_order`).
     """
     labels = dmat.get_label()
     if labels.size == 0:
@@ -76,75 +72,7 @@ def read(dmat, *, position: bool = False) -> Fields:
     margin = dmat.get_base_margin()
     rows = _positions.row_order(sizes) if position else None
     return Fields(labels=labels, sizes=sizes, weights=row_weights, init_score=margin if margin.size else None,
-                  position=rows, statistics=_fold_statistics(dmat))
-
-
-def _calling_frame(module: str, names: tuple[str, ...], depth: int):
-    """The nearest frame, at most ``depth`` above the caller's caller, of a function named
-    in ``names`` of XGBoost's ``module``; None if there is none."""
-    frame = sys._getframe(2)
-    for _ in range(depth):
-        if frame is None:
-            return None
-        if frame.f_code.co_name in names and frame.f_globals.get("__name__") == module:
-            return frame
-        frame = frame.f_back
-    return None
-
-
-# Booster -> the nthread it trains with, None for XGBoost's default; read once per Booster
-_THREADS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-# frames between Booster.boost and the reader: the objective's call, its wrappers, kernel_threads
-_BOOST_DEPTH = 8
-
-
-def training_threads() -> int | None:
-    """How many threads the running ``xgb.train`` or ``xgb.cv`` trains with: ``nthread`` of
-    the Booster whose ``boost`` (``update``) called the objective, read from its
-    configuration once per Booster. None outside a training and for XGBoost's default
-    (``nthread`` 0), whose count XGBoost derives from the machine and its CPU quota."""
-    frame = _calling_frame("xgboost.core", ("boost", "update"), _BOOST_DEPTH)
-    if frame is None:
-        return None
-    booster = frame.f_locals.get("self")
-    try:
-        return _THREADS[booster]
-    except (KeyError, TypeError):
-        pass
-    try:
-        threads = int(json.loads(booster.save_config())["learner"]["generic_param"]["nthread"])
-    except (AttributeError, KeyError, TypeError, ValueError):
-        return None
-    _THREADS[booster] = threads if threads > 0 else None
-    return _THREADS[booster]
-
-
-# fold DMatrix -> the statistics of the whole set of its xgb.cv, or None for a whole set
-_FOLDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-# frames between xgb.cv and the reader: Booster.update, CVPack.update, _PackedBooster.update,
-# the objective's call and dispatch; a few more for wrappers
-_CV_DEPTH = 12
-
-
-def _fold_statistics(dmat) -> Statistics | None:
-    """Statistics of the whole training set of the running ``xgb.cv`` when ``dmat`` is one
-    of its folds (the largest label, and the longest query as the number of row-order
-    positions); None when ``dmat`` is trained on whole. Looked up once per DMatrix."""
-    try:
-        return _FOLDS[dmat]
-    except (KeyError, TypeError):
-        pass
-    found = None
-    frame = _calling_frame("xgboost.training", ("cv",), _CV_DEPTH)
-    whole = None if frame is None else frame.f_locals.get("dtrain")
-    if whole is not None and whole is not dmat and engine_of(whole) == "xgboost":
-        sizes = group_sizes(whole, purpose="to read the whole set of an xgb.cv fold")
-        found = Statistics(label_max=float(np.max(whole.get_label(), initial=0)), n_positions=int(sizes.max(initial=1)))
-    try:
-        _FOLDS[dmat] = found
-    except TypeError:
-        pass
-    return found
+                  position=rows)
 
 
 def group_sizes(dmat, *, purpose: str) -> np.ndarray:
@@ -251,40 +179,6 @@ def report_callback(report: Callable[[int, float], None], data_name: str, metric
             return False
 
     return Report()
-
-
-def maximize_early_stopping(metric_names: Sequence[str]) -> None:
-    """Make the early stopping of the running ``xgb.train`` / ``xgb.cv`` maximise a gbrank metric.
-
-    Called from a gbrank ``custom_metric``. XGBoost's ``EarlyStopping`` without ``maximize``
-    guesses the direction from the metric name on its first round, after the metric ran; a
-    callback watching one of ``metric_names`` (or the last metric, which is the custom
-    one) is set to maximise. One told ``maximize=False`` is refused.
-    """
-    try:
-        from xgboost.callback import CallbackContainer, EarlyStopping
-    except ImportError:  # pragma: no cover - called only from inside XGBoost
-        return
-    frame = sys._getframe(1)
-    for _ in range(12):
-        if frame is None:
-            return
-        container = frame.f_locals.get("self")
-        if isinstance(container, CallbackContainer):
-            for callback in container.callbacks:
-                if not isinstance(callback, EarlyStopping):
-                    continue
-                if callback.metric_name is not None and callback.metric_name not in metric_names:
-                    continue
-                if callback.maximize is None:
-                    callback.maximize = True
-                elif not callback.maximize:
-                    raise ValueError(
-                        f"early stopping is told to minimise {callback.metric_name or metric_names[-1]!r}, "
-                        "a gbrank metric, which is higher-is-better: drop maximize=False"
-                    )
-            return
-        frame = frame.f_back
 
 
 def train(

@@ -188,7 +188,6 @@ class EngineMetrics:
         sizes = xgboost_engine.group_sizes(dmat, purpose="to evaluate ranking metrics")
         if dmat.get_weight().size:
             _warn_weights("XGBoost")
-        xgboost_engine.maximize_early_stopping(self.names)
         return self.evaluate(dmat.get_label(), preds, sizes)
 
     def xgboost_early_stopping(

@@ -1,84 +1,45 @@
-"""The objective protocol shared by every gbrank loss, and its engine adapters.
+"""The objective protocol shared by every gbrank loss.
 
-A gbrank objective is one callable object that serves three callers:
+A gbrank objective is a value: its settings, fixed when it is built, and nothing else.
+Assigning or deleting an attribute the constructor set raises ``AttributeError`` (build a new
+objective instead); arrays and containers given to the constructor are copied, arrays
+read-only, so that what ``repr`` and a pickle say is what the object computes. ``copy``,
+``deepcopy``, pickling and ``sklearn.clone`` give equal objectives that share nothing.
+
+Training state belongs to a training set, not to the objective: ``obj.bind(labels, group,
+weight=..., position=..., statistics=...)`` checks one training set's fields and prepares
+the per-dataset state once, and returns a :class:`~gbrank.objectives._binding.Binding`
+whose ``grad_hess(scores)`` and ``loss(scores)`` take only the scores. The objective is also
+the callable the engines take:
 
 * ``lgb.train(params={"objective": obj})`` calls ``obj(preds, train_set)``;
 * ``LGBMRanker(objective=obj)`` calls ``obj(y_true, y_pred, weight, group)`` (LightGBM counts
   exactly four parameters of ``__call__``);
 * ``xgb.train(params, dtrain, obj=obj)`` calls ``obj(preds, dtrain)``.
 
-Each call reads labels, query groups and sample weights from what it is given, checks them,
-computes the gradient and hessian with a numba kernel, and returns float64 ``(grad, hess)``.
+Each call reads the training set's fields through :mod:`gbrank.engines` and finds its
+binding in :mod:`gbrank.engines.bindings` (bound anew whenever a field's values changed).
 
 Subclasses supply the math through methods over validated flat arrays and int64 group
-offsets: ``_prepare`` (per-dataset work, cached; a named tuple or frozen dataclass of arrays),
-and either ``_grad_hess`` and ``_loss`` or one ``_run`` serving both. Nothing in a prepared
-state is written during an iteration, so one object can serve several trainings, sequential
-or concurrent.
-
-An objective is a value: its settings are fixed when it is built. Assigning or deleting an
-attribute the constructor set raises ``AttributeError`` (build a new objective instead), arrays
-and containers given to the constructor are copied, arrays read-only, so that what ``repr`` and
-a pickle say is what the object computes. Only the private per-dataset cache changes.
+offsets: ``_prepare`` (per-dataset work; a named tuple or frozen dataclass of arrays), and
+either ``_grad_hess`` and ``_loss`` or one ``_run`` serving both. Nothing in a prepared state
+is written during an iteration, so one binding can serve concurrent calls.
 """
 
 from __future__ import annotations
 
-import copy
 import functools
-import operator
-import threading
-import weakref
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
-from numba import njit
 
 from .. import engines as _engines
-from .._threading import configure_threading
-from .._validation import check_float, check_labels, check_scores, check_weights
+from .._validation import check_float, check_labels, check_weights
+from ..engines.statistics import Statistics
 from ..groups import check_group
+from ._binding import Binding
 
-# every objective module imports this one before its kernels can compile, and numba fixes
-# its threading layer at the first parallel compile
-configure_threading()
-
-# states of training sets given as plain arrays (grad_hess, LGBMRanker without its Dataset):
-# the most recent few, matched on their values; engine data keep theirs per live object
-_CACHE_SIZE = 4
-
-
-def _key_array(a: Any) -> np.ndarray:
-    return np.ascontiguousarray(a)
-
-
-@njit(cache=True)
-def _same_words(a, b):
-    for i in range(a.shape[0]):
-        if a[i] != b[i]:
-            return False
-    return True
-
-
-def _same_array(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether two contiguous arrays hold the same bytes (same dtype and shape).
-
-    Compared as 64-bit words in one pass without temporaries: a cache hit reads each array
-    once, which ``np.array_equal`` (an elementwise comparison array, then its ``all``) does not.
-    """
-    if a.dtype != b.dtype or a.shape != b.shape:
-        return False
-    if a.nbytes % 8 or a.nbytes < 4096:
-        return bool(np.array_equal(a, b))
-    return bool(_same_words(a.reshape(-1).view(np.uint64), b.reshape(-1).view(np.uint64)))
-
-
-def _engine_of(obj: Any) -> str | None:
-    return _engines.engine_of(obj)
-
-
-# the private per-dataset caches and their lock: the only attributes that change after construction
-_MUTABLE = frozenset({"_cache", "_owned", "_checked", "_lock"})
+__all__ = ["RankingObjective"]
 
 
 def _frozen_value(value: Any) -> Any:
@@ -98,15 +59,38 @@ def _frozen_value(value: Any) -> Any:
     return value
 
 
-def _settings(state: dict) -> frozenset:
-    """Names that cannot change: everything the constructor set, but the cache."""
-    return frozenset(state) - _MUTABLE | {"_settings"}
+def _key_of(value: Any) -> Any:
+    """A hashable stand-in for a setting: equal settings, equal keys."""
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_key_of(item) for item in value))
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((repr(k), _key_of(v)) for k, v in value.items())))
+    if isinstance(value, functools.partial):
+        return ("partial", value.func, _key_of(value.args), _key_of(value.keywords))
+    try:
+        hash(value)
+    except TypeError:
+        return ("object", id(value))
+    return value
+
+
+def _value_key(state: dict) -> tuple:
+    return tuple((name, _key_of(state[name])) for name in sorted(state) if name not in ("_settings", "value_key"))
 
 
 def _read_only(state: dict) -> None:
     for value in state.values():
         if isinstance(value, np.ndarray):
             value.flags.writeable = False
+
+
+def _freeze(obj: Any) -> None:
+    state = obj.__dict__
+    _read_only(state)
+    object.__setattr__(obj, "value_key", (type(obj).__module__, type(obj).__qualname__, _value_key(state)))
+    object.__setattr__(obj, "_settings", frozenset(state) | {"_settings"})
 
 
 def _freezing(init):
@@ -120,8 +104,7 @@ def _freezing(init):
             args, kwargs = _frozen_value(args), _frozen_value(kwargs)
         init(self, *args, **kwargs)
         if outermost:
-            _read_only(self.__dict__)
-            object.__setattr__(self, "_settings", _settings(self.__dict__))
+            _freeze(self)
 
     return __init__
 
@@ -146,8 +129,8 @@ class RankingObjective:
     which is spread to the query's rows.
 
     Objectives are values: after construction their settings cannot be assigned or deleted
-    (``AttributeError``), so a setting changed after a first call cannot be ignored by the
-    per-dataset cache. To train with other settings, build a new objective.
+    (``AttributeError``). To train with other settings, build a new objective. Two objectives
+    of the same class and settings are equal (``value_key``) and interchangeable.
     """
 
     #: Name of the factory that builds this objective (used in ``repr``).
@@ -157,6 +140,8 @@ class RankingObjective:
     #: Whether a query without order (all labels equal, or one document) gets zero gradient.
     #: False only where the loss itself says otherwise (the click objectives: see there).
     ignores_orderless_queries: bool = True
+    #: Whether the objective reads a display position per row (the click objectives).
+    uses_position: bool = False
     #: Attributes shown by ``repr`` (as the factory's keyword arguments), before the hessian's.
     _setting_names: tuple[str, ...] = ()
 
@@ -165,18 +150,20 @@ class RankingObjective:
         if "__init__" in cls.__dict__:
             cls.__init__ = _freezing(cls.__dict__["__init__"])
 
+    @property
+    def reads_position(self) -> bool:
+        """Whether the gradients need a display position per row."""
+        return self.uses_position
+
     def __init__(self, *, hess_floor: float = 1e-6, hess_scale: float = 1.0) -> None:
         self.hess_floor = check_float("hess_floor", hess_floor, min=0.0)
         self.hess_scale = check_float("hess_scale", hess_scale, min=0.0, strict=True)
-        self._lock = threading.Lock()
-        self._cache: list[tuple[tuple[np.ndarray, ...], Any]] = []
-        self._owned: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-        # training set -> (its field objects, state, offsets, weights) at the last call
-        self._checked: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     # ----------------------------------------------------------------- subclass hooks
-    def _prepare(self, labels: np.ndarray, offsets: np.ndarray) -> Any:
-        """Per-dataset state computed once from labels and offsets; read-only afterwards."""
+    def _prepare(self, labels: np.ndarray, offsets: np.ndarray, statistics: Statistics) -> Any:
+        """Per-dataset state computed once from checked labels and offsets, with the
+        ``statistics`` of the whole training data (:class:`gbrank.engines.Statistics`;
+        empty where the rows at hand are the whole data); read-only afterwards."""
         raise NotImplementedError
 
     def _run(self, state: Any, scores: np.ndarray, grad: np.ndarray, hess: np.ndarray, want_loss: bool) -> np.ndarray:
@@ -202,7 +189,72 @@ class RankingObjective:
         """Validate labels; subclasses that need integer labels override this."""
         return check_labels(y_true, offsets=offsets)
 
+    def _bound_state(self, labels: np.ndarray, offsets: np.ndarray, position: np.ndarray | None,
+                     statistics: Statistics) -> Any:
+        """The state of a new binding (the click objectives also take the positions)."""
+        return self._prepare(self._label_check(labels, offsets), offsets, statistics)
+
+    def _bound_gradients(self, binding: Binding, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(grad, hess)`` of a binding at checked scores (the click objectives first
+        advance their propensity estimate)."""
+        return self._finish(binding.state, scores, binding.weights)
+
+    def _estimate(self, state: Any) -> np.ndarray:
+        raise AttributeError(f"{self!r} estimates no propensities: propensity_ belongs to the click objectives "
+                             "trained with propensity='estimate'")
+
     # ----------------------------------------------------------------- public API
+    def bind(self, labels, group, *, weight=None, position=None, statistics: Statistics | None = None) -> Binding:
+        """This objective bound to one training set: its fields checked, its state prepared.
+
+        Parameters
+        ----------
+        labels : array-like of shape (n_rows,)
+            Relevance labels (clicks for the click objectives).
+        group : array-like of int, shape (n_queries,)
+            Group sizes; the rows of a query are contiguous.
+        weight : array-like of shape (n_rows,), optional
+            Non-negative per-row sample weights.
+        position : array-like of int, shape (n_rows,), optional
+            Display positions (1 = top, -1 never shown), for an objective that reads them
+            (``uses_position``); refused by the others.
+        statistics : gbrank.engines.Statistics, optional
+            Statistics of the whole training data where these rows are a part of it (a Dask
+            worker's, a cross-validation fold's): the label maximum of ERR's gains, the
+            number of positions and the allreduce of the propensity estimate.
+
+        Returns
+        -------
+        Binding
+            With ``grad_hess(scores)``, ``loss(scores)`` and, for an estimating click
+            objective, ``propensity_``.
+        """
+        labels = np.asarray(labels)
+        if labels.ndim != 1:
+            raise ValueError(f"y_true must be one-dimensional, got shape {labels.shape}")
+        n = labels.shape[0]
+        offsets = check_group(group, n)
+        weights = check_weights(weight, n, offsets)
+        if position is not None:
+            if not self.uses_position:
+                raise ValueError(f"{self!r} does not read positions: drop position=, or use an objective that reads them")
+            position = _engines.positions.check(position, n, offsets)
+        statistics = statistics or Statistics()
+        state = self._bound_state(labels, offsets, position, statistics)
+        return Binding(self, (labels, group, weight, position), offsets, weights, position, statistics, state)
+
+    def binding(self, data) -> Binding:
+        """The binding this objective (or an equal one: ``lgb.train`` trains a copy) made for
+        the engine training set ``data`` (a ``lightgbm.Dataset`` or ``xgboost.DMatrix``),
+        while ``data`` lives: e.g. ``obj.binding(dtrain).propensity_`` after training."""
+        found = _engines.bindings.find(data, self)
+        if found is None:
+            raise LookupError(
+                f"{self!r} has no binding to this {type(data).__name__}: it is made by the first training "
+                "call on it (lgb.train, xgb.train, Booster.update) and kept while the training set lives"
+            )
+        return found
+
     def grad_hess(self, y_true, y_pred, group, weight=None) -> tuple[np.ndarray, np.ndarray]:
         """Gradient and hessian of the loss with respect to the scores.
 
@@ -220,156 +272,26 @@ class RankingObjective:
         Returns
         -------
         grad, hess : ndarray of float64, shape (n_rows,)
+
+        Notes
+        -----
+        The state prepared for ``y_true`` is kept while that array lives and holds the same
+        values; ``bind`` makes the binding explicit.
         """
-        return self._gradients(y_true, y_pred, group, weight)
+        return _engines.gradients(self, y_pred, labels=y_true, sizes=group, weights=weight)
 
     def loss(self, y_true, y_pred, group) -> float:
         """Sum over queries of the per-query loss (sample weights do not enter)."""
-        labels = np.asarray(y_true)
-        if labels.ndim != 1:
-            raise ValueError(f"y_true must be one-dimensional, got shape {labels.shape}")
-        offsets = check_group(group, labels.shape[0])
-        state = self._state(labels, offsets)
-        scores = check_scores(y_pred, labels.shape[0], offsets)
-        return float(np.sum(self._loss(state, scores)))
+        return _engines.bindings.bound(self, _owner(y_true), y_true, group).loss(y_pred)
 
     def __call__(self, y_true, y_pred, weight=None, group=None):
-        """Engine entry point: ``(preds, Dataset)``, ``(preds, DMatrix)`` or LGBMRanker's four.
-
-        Engine data is read by :func:`gbrank.engines.read`, which also refuses what the
-        engine would get wrong with a custom objective (``bagging_by_query``, an
-        ``lgb.cv`` fold that cuts queries). The per-dataset state belongs to the engine's
-        training set while it lives (``LGBMRanker``'s too), so any number of them (the folds
-        of ``xgb.cv`` or ``lgb.cv``) each keep their own.
-        """
-        if _engine_of(y_pred) is None:
-            owner = None if group is None else _engines.lightgbm.check_caller()
-            with _engines.kernel_threads(owner):
-                # LGBMRanker hands over the Dataset's own label, weight and group objects
-                token = None if owner is None else self._unchanged_fields(owner)
-                if token is not None and all(map(operator.is_, token, (y_true, group, weight))):
-                    return self._kept_gradients(owner, token, y_pred, lambda: (y_true, group, weight, None))
-                return self._gradients(y_true, y_pred, group, weight, owner=owner)
-        with _engines.kernel_threads(y_pred):
-            return self._from_engine(y_true, y_pred)
+        """Engine entry point: ``(preds, Dataset)``, ``(preds, DMatrix)`` or LGBMRanker's
+        four ``(y_true, y_pred, weight, group)``; see :func:`gbrank.engines.gradients`."""
+        if group is None and _engines.engine_of(y_pred) is not None:
+            return _engines.gradients(self, y_true, data=y_pred)
+        return _engines.gradients(self, y_pred, labels=y_true, sizes=group, weights=weight)
 
     # ----------------------------------------------------------------- internals
-    def _from_engine(self, preds, data, position=None):
-        """Gradients for an engine's ``(preds, data)`` call (a Dataset or any DMatrix);
-        ``position`` bound by :func:`gbrank.engines.with_position`, else read from ``data``."""
-        token = self._unchanged_fields(data) if position is None else None
-        if token is not None:
-            def read():
-                fields = _engines.read(data)
-                return fields.labels, fields.sizes, fields.weights, fields.statistics
-
-            return self._kept_gradients(data, token, preds, read)
-        fields = _engines.read(data, position=position is None and self._reads_position())
-        return self._gradients(fields.labels, preds, fields.sizes, fields.weights, owner=data,
-                               position=fields.position if position is None else position,
-                               statistics=fields.statistics)
-
-    def _unchanged_fields(self, data):
-        """What says that ``data``'s fields are those of the previous call
-        (:func:`gbrank.engines.unchanged_fields`), for an objective whose gradients read
-        nothing else of it; None where the fields must be read and checked at every call.
-
-        A training set whose fields are the same objects as at the previous call skips the
-        reads, checks and state lookup: right after the engine's tree growing, each such
-        step of Python costs several times what it costs in a loop of calls.
-        """
-        if type(self)._gradients is not RankingObjective._gradients or self._reads_position():
-            return None
-        return _engines.unchanged_fields(data)
-
-    def _kept_gradients(self, data, token, preds, read):
-        """The gradients from the checked inputs kept for ``data`` while its fields are still
-        ``token``; otherwise from ``read()`` (labels, group sizes, weights, statistics), whose
-        checked inputs are kept for ``token``."""
-        entry = self._checked.get(data)
-        if entry is None or len(entry[0]) != len(token) or not all(map(operator.is_, entry[0], token)):
-            labels, sizes, weights, statistics = read()
-            entry = (token, *self._training_inputs(labels, sizes, weights, owner=data, statistics=statistics))
-            self._checked[data] = entry
-        _, state, offsets, weights = entry
-        return self._finish(state, check_scores(preds, int(offsets[-1]), offsets), weights)
-
-    def _reads_position(self) -> bool:
-        """Whether the gradients need the displayed positions (``uses_position``)."""
-        return bool(getattr(self, "uses_position", False))
-
-    def _gradients(self, y_true, y_pred, group, weight=None, *, owner=None, position=None, statistics=None):
-        """``grad_hess`` with the state kept for ``owner`` (an engine's training set), with
-        the training set's global ``statistics`` (:class:`gbrank.engines.Statistics`).
-
-        An objective of another package that reads positions (``uses_position = True``)
-        takes them as ``grad_hess(..., position=)``.
-        """
-        if position is not None:
-            return self.grad_hess(y_true, y_pred, group, weight, position=position)
-        state, offsets, weights = self._training_inputs(y_true, group, weight, owner=owner, statistics=statistics)
-        return self._finish(state, check_scores(y_pred, int(offsets[-1]), offsets), weights)
-
-    def _training_inputs(self, y_true, group, weight, *, owner=None, statistics=None):
-        """The checked ``(state, offsets, weights)`` of a training set's labels, groups and weights."""
-        labels = np.asarray(y_true)
-        if labels.ndim != 1:
-            raise ValueError(f"y_true must be one-dimensional, got shape {labels.shape}")
-        n = labels.shape[0]
-        offsets = check_group(group, n)
-        state = self._state(labels, offsets, owner=owner, statistics=statistics)
-        return state, offsets, check_weights(weight, n, offsets)
-
-    def _state(
-        self,
-        labels: np.ndarray,
-        offsets: np.ndarray,
-        extra: np.ndarray | None = None,
-        prepare: Callable[[], Any] | None = None,
-        *,
-        owner: Any = None,
-        statistics: Any = None,
-    ) -> Any:
-        """Per-dataset state: kept for ``owner`` (an engine's training set, weakly: it goes
-        with the training set) or, without one, among the few latest of plain arrays;
-        matched on the labels', offsets' (and ``extra``'s) values either way.
-
-        ``prepare`` computes the state on a miss (default: check the labels, then
-        ``_prepare``); ``extra`` is one more array the state depends on (e.g. positions);
-        ``statistics`` the global statistics of the training data it is computed with
-        (:class:`gbrank.engines.Statistics`). Arrays match when they have the same dtype,
-        shape and bytes.
-        """
-        key = tuple(_key_array(a) for a in (labels, offsets, extra) if a is not None)
-        if statistics is not None:
-            key += (statistics.key(),)
-
-        def matches(cached_key):
-            return len(cached_key) == len(key) and all(map(_same_array, cached_key, key))
-
-        with self._lock:
-            if owner is not None:
-                entry = self._owned.get(owner)
-                if entry is not None and matches(entry[0]):
-                    return entry[1]
-            else:
-                for cached_key, state in self._cache:
-                    if matches(cached_key):
-                        return state
-        with _engines.statistics.given(statistics):
-            if prepare is None:
-                state = self._prepare(self._label_check(labels, offsets), offsets)
-            else:
-                state = prepare()
-        with self._lock:
-            entry = (tuple(a.copy() for a in key), state)
-            if owner is not None:
-                self._owned[owner] = entry
-            else:
-                self._cache.insert(0, entry)
-                del self._cache[_CACHE_SIZE:]
-        return state
-
     def _finish(self, state, scores, weights):
         n = scores.shape[0]
         grad = np.zeros(n, dtype=np.float64)
@@ -393,50 +315,31 @@ class RankingObjective:
         object.__delattr__(self, name)
 
     def _check_settable(self, name: str) -> None:
-        settings = self.__dict__.get("_settings")
-        if settings is None or name in _MUTABLE:
-            return  # under construction, or the cache
-        if name in settings or not name.startswith("_"):
-            params = self._params()
-            example = f"{self.factory}({name}=...)" if name in params else f"{self.factory}(...)"
-            raise AttributeError(
-                f"cannot change {name!r} of {self!r}: a gbrank objective's settings are fixed when "
-                f"it is built (its per-dataset cache depends on them); build a new objective "
-                f"instead, e.g. {example}"
-            )
-
-    def __deepcopy__(self, memo):
-        # lgb.train and lgb.cv deep-copy their params before they construct the training set,
-        # after which LightGBM keeps only ids of its positions: the one moment to read them
-        if self._reads_position():
-            _engines.positions.remember_training_set()
-        clone = type(self).__new__(type(self))
-        clone.__setstate__(self._copied_state(memo))
-        return clone
-
-    def _copied_state(self, memo) -> dict:
-        """The state a deep copy starts from: a deep copy of the pickled state."""
-        return copy.deepcopy(self.__getstate__(), memo)
-
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        del state["_lock"]
-        state["_cache"] = []
-        del state["_owned"]
-        del state["_checked"]
-        return state
+        if self.__dict__.get("_settings") is None:
+            return  # under construction
+        params = self._params()
+        example = f"{self.factory}({name}=...)" if name in params else f"{self.factory}(...)"
+        raise AttributeError(
+            f"cannot change {name!r} of {self!r}: a gbrank objective's settings are fixed when "
+            f"it is built; build a new objective instead, e.g. {example}"
+        )
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        _read_only(self.__dict__)
-        self.__dict__.setdefault("_settings", _settings(self.__dict__))
-        self._lock = threading.Lock()
-        self._owned = weakref.WeakKeyDictionary()
-        self._checked = weakref.WeakKeyDictionary()
+        _freeze(self)
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k not in ("_settings", "value_key")}
 
     def __repr__(self) -> str:
         args = ", ".join(f"{key}={value!r}" for key, value in self._params().items())
         return f"{self.factory}({args})"
+
+
+def _owner(labels):
+    """What a binding of plain arrays is kept for: the label array while it lives (a list,
+    a new object at every call, keeps none)."""
+    return labels if isinstance(labels, np.ndarray) else None
 
 
 RankingObjective.__init__ = _freezing(RankingObjective.__init__)  # type: ignore[method-assign]

@@ -90,7 +90,6 @@ from numba import njit
 from .._parallel import over_queries
 from .._sort import sort_desc
 from .._validation import check_scores
-from ..groups import check_group
 from ._base import RankingObjective
 
 __all__ = ["PairSettings", "Pairs", "PairwiseObjective", "WEIGHTINGS", "swap_deltas"]
@@ -617,18 +616,19 @@ def swap_deltas(pairs: Pairs, scores, query: int = 0) -> np.ndarray:
 class PairwiseObjective(RankingObjective):
     """A :class:`~gbrank.objectives._base.RankingObjective` over :class:`Pairs`.
 
-    Subclasses give ``self.pairs`` (a :class:`PairSettings`) and ``_inputs(labels, offsets)``,
+    Subclasses give ``self.pairs`` (a :class:`PairSettings`) and ``_inputs(labels, offsets,
+    statistics)``,
     returning ``(values, discount, inv_norm, high)`` for :meth:`PairSettings.prepare`
     (``high`` the per-row factors, or None).
     """
 
     pairs: PairSettings
 
-    def _inputs(self, labels, offsets):
+    def _inputs(self, labels, offsets, statistics):
         raise NotImplementedError
 
-    def _prepare(self, labels, offsets):
-        values, discount, inv_norm, high = self._inputs(labels, offsets)
+    def _prepare(self, labels, offsets, statistics):
+        values, discount, inv_norm, high = self._inputs(labels, offsets, statistics)
         return self.pairs.prepare(values, offsets, discount, inv_norm), high
 
     def _grad_hess(self, state, scores, grad, hess):
@@ -644,9 +644,8 @@ class PairwiseObjective(RankingObjective):
         scores ``at``: the function whose exact gradient and hessian
         :meth:`~gbrank.objectives._base.RankingObjective.grad_hess`
         returns at ``y_pred == at``."""
-        labels = np.asarray(y_true)
-        offsets = check_group(group, labels.shape[0])
-        pairs, high = self._state(labels, offsets)
-        scores = check_scores(y_pred, labels.shape[0], offsets)
-        ref = check_scores(at, labels.shape[0], offsets)
+        binding = self.bind(y_true, group)
+        pairs, high = binding.state
+        scores = check_scores(y_pred, binding.n_rows, binding.offsets)
+        ref = check_scores(at, binding.n_rows, binding.offsets)
         return float(np.sum(pairs.loss(scores, high=high, at=ref)))

@@ -101,12 +101,11 @@ class IPSRankNet(ClickObjective):
         """The loss at ``y_pred`` with the ranks (``weighting="dcg"``) frozen at the scores
         ``at``: the function whose exact gradient and hessian ``grad_hess`` returns at
         ``y_pred == at``."""
-        labels, offsets = self._rows(y_true, group)
-        state = self._click_state(labels, offsets, position)
-        scores = check_scores(y_pred, labels.shape[0], offsets)
-        ref = check_scores(at, labels.shape[0], offsets)
+        binding = self.bind(y_true, group, position=position)
+        scores = check_scores(y_pred, binding.n_rows, binding.offsets)
+        ref = check_scores(at, binding.n_rows, binding.offsets)
         n = scores.shape[0]
-        return float(np.sum(self._run(state, scores, np.zeros(n), np.zeros(n), True, at=ref)))
+        return float(np.sum(self._run(binding.state, scores, np.zeros(n), np.zeros(n), True, at=ref)))
 
 
 @click_doc

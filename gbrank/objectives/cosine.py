@@ -166,7 +166,7 @@ class Cosine(RankingObjective):
     def _label_check(self, y_true, offsets):
         return check_target_labels(y_true, offsets, self.target)
 
-    def _prepare(self, labels, offsets):
+    def _prepare(self, labels, offsets, statistics):
         psi, informative = target_scores(labels, offsets, self.target, self.target_k)
         u = unit_targets(psi, offsets)
         if self.ignore_all_equal:

@@ -168,13 +168,13 @@ class LambdaRank(LambdaObjective):
             )
         return super()._label_check(y_true, offsets)
 
-    def _inputs(self, labels, offsets):
+    def _inputs(self, labels, offsets, statistics):
         if self.measure == "ndcg":
             gains, table, inv = self._ndcg_inputs(labels, offsets, self.k)
             return gains, table, inv, None
         if self.measure == "err":
             # the whole training data's maximum, also where these rows are a part of it
-            top = int(label_max(labels)) if self.max_label is None else self.max_label
+            top = int(label_max(labels, statistics)) if self.max_label is None else self.max_label
             return (np.exp2(labels) - 1.0) / 2.0**top, None, None, None
         relevant = (labels > self.relevance_threshold).astype(np.float64)
         inv = None
@@ -214,7 +214,7 @@ class LambdaLoss(LambdaObjective):
         gain_values(y_true, self.gain, offsets=offsets)
         return super()._label_check(y_true, offsets)
 
-    def _inputs(self, labels, offsets):
+    def _inputs(self, labels, offsets, statistics):
         gains, table, inv = self._ndcg_inputs(labels, offsets, None)
         if self.weighting == "ndcg_loss1":
             # NDCG-Loss1 pairs documents whatever their labels; a query of equal labels has a

@@ -475,7 +475,7 @@ class ListNet(RankingObjective):
     def _label_check(self, y_true, offsets):
         return check_target_labels(y_true, offsets, self.target)
 
-    def _prepare(self, labels, offsets):
+    def _prepare(self, labels, offsets, statistics):
         psi, informative = target_scores(labels, offsets, self.target, self.target_k)
         active = informative if self.ignore_all_equal else np.ones_like(informative)
         top1, top2 = top2_marginals(psi, offsets)

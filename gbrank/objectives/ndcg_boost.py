@@ -304,7 +304,7 @@ class NDCGBoostObjective(RankingObjective):
         gain_values(labels, self.gain, offsets=offsets)
         return labels
 
-    def _prepare(self, labels, offsets):
+    def _prepare(self, labels, offsets, statistics):
         return prepare_queries(gain_values(labels, self.gain, offsets=offsets), offsets)
 
     def _grad_hess(self, state, scores, grad, hess):

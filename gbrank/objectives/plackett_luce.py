@@ -308,7 +308,7 @@ class PlackettLuce(RankingObjective):
             gain_values(y_true, self._label_gain, offsets=offsets)
         return super()._label_check(y_true, offsets)
 
-    def _prepare(self, labels, offsets):
+    def _prepare(self, labels, offsets, statistics):
         n = labels.shape[0]
         sizes = np.diff(offsets)
         blocks = label_order(labels, offsets)

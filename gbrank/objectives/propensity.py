@@ -58,14 +58,15 @@ deterministic logging policy (one position per document).
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
 
 from .. import engines as _engines
-from .._validation import check_float, check_int, check_scores, check_weights
-from ..engines.statistics import sum_over_workers
-from ..groups import check_group, varies_per_query
+from .._validation import check_float, check_int
+from ..engines.statistics import Statistics, sum_over_workers
+from ..groups import varies_per_query
 from ._base import RankingObjective
 
 __all__ = ["ClickObjective", "check_positions", "estimate_propensity"]
@@ -149,9 +150,11 @@ def estimate_propensity(scores, clicks, position, offsets, n_positions: int, *, 
 
 
 class _Fit:
-    """The estimate kept for one training set (mutable, guarded by the objective's lock)."""
+    """The estimate of one training set: the one mutable part of a click objective's binding,
+    guarded by its own lock."""
 
     def __init__(self, initial: np.ndarray) -> None:
+        self.lock = threading.Lock()
         self.calls = 0
         self.initial = initial
         self.theta = initial.copy()
@@ -208,7 +211,6 @@ class ClickObjective(RankingObjective):
         self.clip = check_float("clip", clip, min=0.0, strict=True, optional=True)
         self.warmup = check_int("warmup", warmup, min=0)
         self.update_every = check_int("update_every", update_every, min=1)
-        self._fitted: dict[str, np.ndarray] = {}
 
     @property
     def mode(self) -> str:
@@ -226,20 +228,26 @@ class ClickObjective(RankingObjective):
         return self.mode == "estimate"
 
     @property
-    def propensity_(self) -> np.ndarray:
-        """Estimated propensities of positions 1..K (``propensity="estimate"``), relative to
-        position 1 (to the top-most position with clicks, in a log that never shows position
-        1), from the latest update of the training set last updated (not clipped)."""
-        if "propensity" not in self._fitted:
-            raise AttributeError(
-                "propensity_ is set by training with propensity='estimate'; this objective has not estimated any"
-            )
-        return self._fitted["propensity"].copy()
+    def reads_position(self) -> bool:
+        """Whether the gradients need the displayed positions (all but ``propensity=None``)."""
+        return self.mode != "weighted_labels"
 
-    def _copied_state(self, memo) -> dict:
-        # lgb.train deep-copies its params and gbrank.Ranker its objective: the copy that
-        # trains shares the record of the estimate, so that propensity_ reads the same here
-        return {**super()._copied_state(memo), "_fitted": self._fitted}
+    @property
+    def propensity_(self):
+        raise AttributeError(
+            "the propensity estimate belongs to the training set, not to the objective (a value that copies "
+            "share): read it from the binding, objective.binding(dtrain).propensity_ after lgb.train / "
+            "xgb.train, or gbrank.Ranker's propensity_"
+        )
+
+    def _estimate(self, state) -> np.ndarray:
+        fit = state.get("fit")
+        if fit is None:
+            raise AttributeError(
+                f"propensity_ is set by training with propensity='estimate'; {self!r} estimates none"
+            )
+        with fit.lock:
+            return fit.theta.copy()
 
     def _params(self) -> dict[str, Any]:
         params: dict[str, Any] = {"propensity": self.propensity if self.mode != "known" else self.propensity.tolist()}
@@ -264,51 +272,31 @@ class ClickObjective(RankingObjective):
             Display position of each row, 1 at the top, -1 if never shown. Needed unless
             ``propensity=None``.
         """
-        return self._gradients(y_true, y_pred, group, weight, position=position)
-
-    def _reads_position(self) -> bool:
-        return self.mode != "weighted_labels"
-
-    def _gradients(self, y_true, y_pred, group, weight=None, *, owner=None, position=None, statistics=None):
-        labels, offsets = self._rows(y_true, group)
-        state = self._click_state(labels, offsets, position, owner=owner, statistics=statistics)
-        scores = check_scores(y_pred, labels.shape[0], offsets)
-        weights = check_weights(weight, labels.shape[0], offsets)
-        self._update(state, scores)
-        return self._finish(state, scores, weights)
+        return _engines.gradients(self, y_pred, labels=y_true, sizes=group, weights=weight, position=position)
 
     def loss(self, y_true, y_pred, group, *, position=None) -> float:
         """Sum over queries of the loss at the current propensities."""
-        labels, offsets = self._rows(y_true, group)
-        state = self._click_state(labels, offsets, position)
-        scores = check_scores(y_pred, labels.shape[0], offsets)
-        return float(np.sum(self._loss(state, scores)))
+        return self.bind(y_true, group, position=position).loss(y_pred)
 
-    def _rows(self, y_true, group):
-        labels = np.asarray(y_true)
-        if labels.ndim != 1:
-            raise ValueError(f"y_true must be one-dimensional, got shape {labels.shape}")
-        return labels, check_group(group, labels.shape[0])
-
-    def _click_state(self, labels, offsets, position, *, owner=None, statistics=None):
+    def _bound_state(self, labels, offsets, position, statistics):
         if position is None and self.mode != "weighted_labels":
             raise ValueError(
                 f"{self.factory}(propensity={'estimate' if self.mode == 'estimate' else '[...]'}) needs the "
-                "display position of every row and got none: build the lgb.Dataset with position=, pass "
-                "position= to gbrank.Ranker.fit or to grad_hess, or bind them with "
-                "gbrank.engines.with_position(objective, position) (LGBMRanker passes no positions to a "
+                "display position of every row and got none: bind them with "
+                "gbrank.engines.with_position(objective, position) (lgb.train, lgb.cv, xgb.train, xgb.cv), "
+                "pass position= to gbrank.Ranker.fit or to grad_hess, or build the LightGBM Dataset with "
+                "gbrank.engines.lightgbm.dataset(..., position=) (LGBMRanker passes no positions to a "
                 "custom objective)"
             )
-        key_pos = None if self.mode == "weighted_labels" else np.asarray(position)
+        state = self._prepare_clicks(labels, offsets, position, statistics)
+        self._bind(state)
+        return state
 
-        def prepare():
-            state = self._prepare_clicks(labels, offsets, key_pos)
-            self._bind(state)
-            return state
+    def _bound_gradients(self, binding, scores):
+        self._update(binding.state, scores)
+        return self._finish(binding.state, scores, binding.weights)
 
-        return self._state(labels, offsets, extra=key_pos, prepare=prepare, owner=owner, statistics=statistics)
-
-    def _prepare_clicks(self, labels, offsets, position):
+    def _prepare_clicks(self, labels, offsets, position, statistics: Statistics):
         clicks = self._label_check(labels, offsets)
         if self.mode == "weighted_labels":
             return {"offsets": offsets, "clicks": clicks, "weight": clicks, "inverse": None, "shown": None}
@@ -324,10 +312,9 @@ class ClickObjective(RankingObjective):
             theta = self.propensity
         else:
             # the whole data's positions, and the allreduce where the rows are a part of it
-            statistics = _engines.statistics.current()
-            reduce = None if statistics is None else statistics.reduce
+            reduce = statistics.reduce
             n_positions = max(int(pos.max()), 1) if pos.size else 1
-            if statistics is not None and statistics.n_positions is not None:
+            if statistics.n_positions is not None:
                 n_positions = max(n_positions, statistics.n_positions)
             state["reduce"] = reduce
             # the start: equal relevance within each query, i.e. the click-through rate of each
@@ -356,7 +343,7 @@ class ClickObjective(RankingObjective):
         """Advance the estimate of one training set by one boosting iteration.
 
         The allreduces of a training on several workers run outside the lock: workers in
-        one process may share this object.
+        one process may share a binding.
         """
         if self.mode != "estimate":
             return
@@ -365,7 +352,7 @@ class ClickObjective(RankingObjective):
         if state["reduce"] is not None:
             # workers start afresh together, or not at all: their updates are allreduces
             starting = sum_over_workers(np.array([0.0 if starting else 1.0]), state["reduce"])[0] == 0
-        with self._lock:
+        with fit.lock:
             if starting:
                 # the engines start from a constant score: a new training starts afresh
                 fit.calls = 0
@@ -378,13 +365,11 @@ class ClickObjective(RankingObjective):
                 scores, state["clicks"], state["position"], state["offsets"], fit.theta.size, reduce=state["reduce"],
                 fit_slope=self._fits_slope,
             )
-            with self._lock:
+            with fit.lock:
                 keep = np.isnan(theta)
                 theta[keep] = fit.theta[keep]
                 fit.theta = np.maximum(theta, _MIN_PROPENSITY)
                 self._set_weights(state, fit.theta)
-        with self._lock:
-            self._fitted["propensity"] = fit.theta.copy()
 
     # ----------------------------------------------------------------- kernels
     def _kernel(self, state, scores, at, weight, inverse, offsets, grad, hess, want_loss):
@@ -406,7 +391,7 @@ class ClickObjective(RankingObjective):
 
 
 _CLICK_PARAMS = """propensity : "estimate", array-like or None, default="estimate"
-        ``"estimate"``: estimated from the clicks jointly with the model (exposed as
+        ``"estimate"``: estimated from the clicks jointly with the model (the binding's
         ``propensity_`` after training). An array: the known propensities
         :math:`\\theta_1, \\theta_2, \\dots` of positions 1, 2, .... None: the labels are
         already inverse-propensity weighted clicks :math:`c_i / \\rho_i` (for example the
@@ -430,8 +415,9 @@ _CLICK_NOTES = """Positions are 1-based and -1 marks a row never shown (see
     :mod:`gbrank.objectives.propensity` for where they are read from in each engine). The
     estimate belongs to the training set: a call whose scores are constant within every
     query (where the engines start) starts it afresh, so one objective trains twice alike;
-    continued training carries on from the estimate kept for that data. ``propensity_`` is
-    the estimate of the training set last updated."""
+    continued training carries on from the estimate kept for that data. The estimate belongs
+    to the training set's binding: ``objective.binding(dtrain).propensity_`` after
+    ``lgb.train`` / ``xgb.train``, ``propensity_`` of a fitted ``gbrank.Ranker``."""
 
 
 def click_doc(func):

@@ -113,7 +113,7 @@ class RankNet(PairwiseObjective):
             gain_values(y_true, self.gain, offsets=offsets)
         return super()._label_check(y_true, offsets)
 
-    def _inputs(self, labels, offsets):
+    def _inputs(self, labels, offsets, statistics):
         high = None
         if self.gain is not None:
             blocks = label_order(labels, offsets)
