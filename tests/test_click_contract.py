@@ -11,20 +11,13 @@ import pytest
 
 import gbrank
 from gbrank.datasets import make_ranking, simulate_clicks
-from gbrank.engines import positions as engine_positions
+from gbrank.engines import with_position
 
 lgb = pytest.importorskip("lightgbm")
 xgb = pytest.importorskip("xgboost")
 
 LGB = {"learning_rate": 0.1, "num_leaves": 7, "verbose": -1, "num_threads": 1, "seed": 0, "min_data_in_leaf": 5}
 XGB = {"max_depth": 3, "nthread": 1, "min_child_weight": 0.0, "eta": 0.3}
-
-
-@pytest.fixture(autouse=True)
-def _fresh_warnings():
-    engine_positions._WARNED.clear()
-    yield
-    engine_positions._WARNED.clear()
 
 
 @pytest.fixture(scope="module")
@@ -35,10 +28,13 @@ def natural():
     return d.X, log.clicks.astype(float), d.group, log.position.astype(np.int64), log
 
 
+def _dataset(X, clicks, group, position):
+    """A LightGBM Dataset that keeps the position values (gbrank's builder)."""
+    return gbrank.engines.lightgbm.dataset(X, clicks, group, position=position, params=LGB)
+
+
 def _gradients(obj, dataset, n):
-    """The objective's gradients on a Dataset passed to lgb.train (recorded before construction)."""
-    engine_positions.remember(dataset)
-    dataset.construct()
+    """The objective's gradients on a Dataset, at zero scores."""
     return obj(np.zeros(n), dataset)
 
 
@@ -48,11 +44,12 @@ def test_lightgbm_dataset_in_natural_order_trains_as_the_explicit_positions(natu
     query = np.repeat(np.arange(group.size), group)
     assert not np.array_equal(pos, np.lexsort((pos, query)))  # not in display order
     for obj_of in (lambda: gbrank.ips_listnet(), lambda: gbrank.ips_ranknet(propensity=log.theta)):
-        via_dataset = lgb.train({**LGB, "objective": obj_of()}, lgb.Dataset(X, clicks, group=group, position=pos), 12)
-        obj = obj_of()
-        explicit = lgb.train({**LGB, "objective": lambda p, _, obj=obj: obj.grad_hess(clicks, p, group, position=pos)},
-                             lgb.Dataset(X, clicks, group=group), 12)
+        via_dataset = lgb.train({**LGB, "objective": obj_of()}, _dataset(X, clicks, group, pos), 12)
+        bound = lgb.train({**LGB, "objective": with_position(obj_of(), pos)}, lgb.Dataset(X, clicks, group=group), 12)
+        binding = obj_of().bind(clicks, group, position=pos)
+        explicit = lgb.train({**LGB, "objective": lambda p, _: binding.grad_hess(p)}, lgb.Dataset(X, clicks, group=group), 12)
         np.testing.assert_allclose(via_dataset.predict(X), explicit.predict(X), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(bound.predict(X), explicit.predict(X), rtol=1e-10, atol=1e-12)
 
 
 def test_lightgbm_positions_past_ten_are_kept(natural):
@@ -60,18 +57,19 @@ def test_lightgbm_positions_past_ten_are_kept(natural):
     second_page = np.where(pos > 0, pos + 10, -1)  # a second results page: 11..22
     theta = 1.0 / np.arange(1, 23)
     obj = gbrank.ips_listnet(propensity=theta)
-    got = _gradients(obj, lgb.Dataset(X, clicks, group=group, position=second_page), clicks.size)
+    got = _gradients(obj, _dataset(X, clicks, group, second_page), clicks.size)
     want = gbrank.ips_listnet(propensity=theta).grad_hess(clicks, np.zeros(clicks.size), group, position=second_page)
     np.testing.assert_array_equal(got[0], want[0])
     as_first_page = gbrank.ips_listnet(propensity=theta).grad_hess(clicks, np.zeros(clicks.size), group, position=pos)
     assert np.abs(got[0] - as_first_page[0]).max() > 0.1
     # estimated: the positions 11..22 are estimated, relative to 11, the top-most shown
     estimated = gbrank.ips_listnet(warmup=0)
-    _gradients(estimated, lgb.Dataset(X, clicks, group=group, position=second_page), clicks.size)
-    on_first_page = gbrank.ips_listnet(warmup=0)
-    on_first_page.grad_hess(clicks, np.zeros(clicks.size), group, position=pos)
-    assert estimated.propensity_.size == 22
-    np.testing.assert_allclose(estimated.propensity_[10:], on_first_page.propensity_, rtol=1e-12)
+    dataset = _dataset(X, clicks, group, second_page)
+    _gradients(estimated, dataset, clicks.size)
+    on_first_page = gbrank.ips_listnet(warmup=0).bind(clicks, group, position=pos)
+    on_first_page.grad_hess(np.zeros(clicks.size))
+    assert estimated.binding(dataset).propensity_.size == 22
+    np.testing.assert_allclose(estimated.binding(dataset).propensity_[10:], on_first_page.propensity_, rtol=1e-12)
 
 
 def test_lightgbm_never_shown_rows_get_no_gradient():
@@ -81,21 +79,21 @@ def test_lightgbm_never_shown_rows_get_no_gradient():
     assert ((pos == -1).reshape(-1, 8).sum(axis=1) == 1).all()
     for propensity in ("estimate", log.theta[:7]):
         obj = gbrank.ips_listnet(propensity=propensity)
-        grad, _ = _gradients(obj, lgb.Dataset(d.X, log.clicks.astype(float), group=d.group, position=pos), pos.size)
+        grad, _ = _gradients(obj, _dataset(d.X, log.clicks.astype(float), d.group, pos), pos.size)
         np.testing.assert_array_equal(grad[pos == -1], 0.0)
         assert np.abs(grad[pos > 0]).max() > 0
     # with known propensities the error names a position the user gave
     too_few = gbrank.ips_listnet(propensity=log.theta[:5])
     with pytest.raises(ValueError, match=r"= (6|7) at row .* past the 5 known propensities"):
-        _gradients(too_few, lgb.Dataset(d.X, log.clicks.astype(float), group=d.group, position=pos), pos.size)
+        _gradients(too_few, _dataset(d.X, log.clicks.astype(float), d.group, pos), pos.size)
 
 
 def test_lightgbm_cv_ten_folds_read_their_rows_of_the_positions(natural):
     X, clicks, group, pos, log = natural
     folds = gbrank.engines.query_folds(group, nfold=10)
 
-    def cv(objective):
-        return lgb.cv({**LGB, "objective": objective, "metric": "None"}, lgb.Dataset(X, clicks, group=group, position=pos),
+    def cv(objective, dataset):
+        return lgb.cv({**LGB, "objective": objective, "metric": "None"}, dataset,
                       num_boost_round=12, folds=folds, return_cvbooster=True)["cvbooster"].boosters
 
     by_fold = {}
@@ -106,32 +104,61 @@ def test_lightgbm_cv_ten_folds_read_their_rows_of_the_positions(natural):
         return obj.grad_hess(fold.get_label(), preds, fold.get_group(), position=pos[fold.used_indices])
 
     # one objective for the ten interleaved folds, each keeping its own estimate
-    for got, want in zip(cv(gbrank.ips_listnet(warmup=2, update_every=2)), cv(explicit), strict=True):
-        np.testing.assert_allclose(got.predict(X), want.predict(X), rtol=1e-10, atol=1e-12)
+    want = cv(explicit, lgb.Dataset(X, clicks, group=group))
     assert len(by_fold) == 10
+    for dataset, objective in ((_dataset(X, clicks, group, pos), gbrank.ips_listnet(warmup=2, update_every=2)),
+                               (lgb.Dataset(X, clicks, group=group),
+                                with_position(gbrank.ips_listnet(warmup=2, update_every=2), pos))):
+        for got, expected in zip(cv(objective, dataset), want, strict=True):
+            np.testing.assert_allclose(got.predict(X), expected.predict(X), rtol=1e-10, atol=1e-12)
 
 
 def test_lightgbm_positions_set_after_construction_are_not_stale(natural):
     X, clicks, group, pos, log = natural
-    dataset = lgb.Dataset(X, clicks, group=group, position=pos, params=LGB)
+    dataset = _dataset(X, clicks, group, pos)
     lgb.train({**LGB, "objective": gbrank.ips_listnet()}, dataset, 2)
     dataset.set_position(pos[::-1].copy())  # LightGBM keeps the new ids only
-    with pytest.raises(ValueError, match="positions changed after gbrank read them"):
+    with pytest.raises(ValueError, match="positions changed after"):
         lgb.train({**LGB, "objective": gbrank.ips_listnet()}, dataset, 2)
 
 
-def test_lightgbm_constructed_dataset_ids_are_read_only_where_unambiguous(natural):
+@pytest.mark.parametrize("page", [0, 10])
+def test_lightgbm_positions_gbrank_was_not_given_are_refused_every_time(natural, page):
+    """Ids 0, 1, 2, ... could be positions 1, 2, 3, ... or a second page 11, 12, 13, ...:
+    a Dataset whose position values gbrank was not told is refused, in display order too,
+    at every call, naming the fixes; told, it trains as the explicit positions."""
     X, clicks, group, pos, log = natural
     query = np.repeat(np.arange(group.size), group)
     order = np.lexsort((pos, query))
-    in_order = lgb.Dataset(X[order], clicks[order], group=group, position=pos[order]).construct()
-    with pytest.warns(UserWarning, match="constructed before gbrank could read its positions"):
-        got = gbrank.ips_listnet()(np.zeros(clicks.size), in_order)
-    want = gbrank.ips_listnet().grad_hess(clicks[order], np.zeros(clicks.size), group, position=pos[order])
+    shown = np.where(pos[order] > 0, pos[order] + page, -1)
+    for _ in range(2):
+        for dataset in (lgb.Dataset(X[order], clicks[order], group=group, position=shown, params=LGB).construct(),
+                        lgb.Dataset(X[order], clicks[order], group=group, position=shown, params=LGB)):
+            with pytest.raises(ValueError, match="with_position.*gbrank.engines.lightgbm.dataset"):
+                gbrank.ips_listnet()(np.zeros(clicks.size), dataset.construct())
+            with pytest.raises(ValueError, match="with_position"):
+                lgb.train({**LGB, "objective": gbrank.ips_listnet()}, dataset, 1)
+    told = lgb.Dataset(X[order], clicks[order], group=group, position=shown).construct()
+    got = with_position(gbrank.ips_listnet(), shown)(np.zeros(clicks.size), told)
+    want = gbrank.ips_listnet().grad_hess(clicks[order], np.zeros(clicks.size), group, position=shown)
     np.testing.assert_array_equal(got[0], want[0])
-    natural_order = lgb.Dataset(X, clicks, group=group, position=pos).construct()
-    with pytest.raises(ValueError, match=r"do not say which position each row had \(row \d+ \(query \d+\)\).*with_position"):
-        gbrank.ips_listnet()(np.zeros(clicks.size), natural_order)
+
+
+def test_a_custom_loop_trains_on_the_positions_it_is_told(natural):
+    """Booster.update(fobj=) on a Dataset constructed early: with_position gives the values,
+    and the model equals lgb.train's with the same positions."""
+    X, clicks, group, pos, log = natural
+    second_page = np.where(pos > 0, pos + 10, -1)
+    theta = 1.0 / np.arange(1, 23)
+    dataset = lgb.Dataset(X, clicks, group=group, params=LGB).construct()
+    booster = lgb.Booster({**LGB, "objective": "none"}, dataset)
+    objective = with_position(gbrank.ips_listnet(propensity=theta), second_page)
+    for _ in range(5):
+        booster.update(fobj=objective)
+    direct = lgb.train({**LGB, "objective": with_position(gbrank.ips_listnet(propensity=theta), second_page)},
+                       lgb.Dataset(X, clicks, group=group), 5)
+    np.testing.assert_allclose(booster.predict(X, raw_score=True), direct.predict(X, raw_score=True), rtol=1e-10,
+                               atol=1e-12)
 
 
 # ----------------------------------------------------------------------------- Ranker
@@ -168,8 +195,6 @@ def test_xgboost_row_order_only_with_a_warning_or_when_asked(natural):
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        xgb.train(XGB, dtrain, 2, obj=gbrank.ips_listnet())  # one time only
-        engine_positions._WARNED.clear()
         asked = xgb.train(XGB, dtrain, 3, obj=gbrank.engines.with_position(gbrank.ips_listnet(), "row_order"))
         given = xgb.train(XGB, dtrain, 3, obj=gbrank.engines.with_position(gbrank.ips_listnet(), pos))
     # rows in natural order: the given positions train another model than the row order
@@ -212,14 +237,15 @@ def test_ten_interleaved_training_sets_each_train_as_alone(natural, make):
         alone = xgb.train({**XGB, "base_score": 0.0}, matrix(rows, sizes), 12, obj=objective_for(make(), rows))
         np.testing.assert_allclose(booster.predict(xgb.DMatrix(X)), alone.predict(xgb.DMatrix(X)), rtol=1e-6, atol=1e-7)
     if getattr(shared, "mode", None) == "estimate":
-        assert len(shared._owned) == 10
-        assert shared.propensity_.shape[0] >= 12
+        assert len({id(shared.binding(d)) for d in sets}) == 10
+        assert all(shared.binding(d).propensity_.shape[0] >= 12 for d in sets)
     pickle.loads(pickle.dumps(shared))
+    kept = len(gbrank.engines.bindings._kept)
     del sets, boosters, objectives, booster, d, obj
     import gc
 
     gc.collect()
-    assert len(shared._owned) == 0  # memory bounded by the live training sets
+    assert len(gbrank.engines.bindings._kept) <= kept - 10  # memory bounded by the live training sets
 
 
 def test_xgb_cv_ten_folds_keep_their_estimates(natural):
@@ -229,8 +255,7 @@ def test_xgb_cv_ten_folds_keep_their_estimates(natural):
 
     class Keep(xgb.callback.TrainingCallback):
         def after_training(self, model):
-            captured["folds"] = [fold.bst for fold in model.cvfolds]
-            captured["states"] = list(obj._owned.values())
+            captured["states"] = [obj.binding(fold.dtrain).state for fold in model.cvfolds]
             return model
 
     xgb.cv({**XGB, "base_score": 0.0, "eval_metric": "rmse"}, xgb.DMatrix(X, clicks, group=group), 12, nfold=10,
@@ -238,7 +263,7 @@ def test_xgb_cv_ten_folds_keep_their_estimates(natural):
     states = captured["states"]
     assert len(states) == 10
     # every fold re-estimated its propensities (12 calls: warmup 2, every 2 -> 5 updates)
-    for _, state in states:
+    for state in states:
         assert state["fit"].calls == 12
         assert not np.array_equal(state["fit"].theta, state["fit"].initial)
 
@@ -259,7 +284,7 @@ def test_every_click_snippet_in_the_docs_runs_as_pasted():
     # a snippet keeps the rows in their natural order, not in display order
     assert not np.array_equal(log.position, np.concatenate([np.arange(1, n + 1) for n in data.group]))
     assert (namespace["position"] == log.position).all() and query.size == log.position.size
-    assert np.isfinite(namespace["model"].objective_.propensity_[:5]).all()
+    assert np.isfinite(namespace["model"].propensity_[:5]).all()
     assert np.isfinite(namespace["booster"].predict(namespace["dtrain"])).all()
 
 
@@ -269,9 +294,9 @@ def _recording_err(seen):
     gradients in ``seen``."""
 
     class Recording(type(gbrank.lambdarank(measure="err"))):
-        def _gradients(self, y_true, y_pred, group, weight=None, **kwargs):
-            out = super()._gradients(y_true, y_pred, group, weight, **kwargs)
-            seen.append((np.array(y_true), np.array(y_pred), np.array(group), out[0]))
+        def _bound_gradients(self, binding, scores):
+            out = super()._bound_gradients(binding, scores)
+            seen.append((np.array(binding.labels), np.array(scores), np.diff(binding.offsets), out[0]))
             return out
 
     return Recording
@@ -293,8 +318,9 @@ def test_lgb_cv_folds_take_err_label_maximum_of_the_whole_set():
         np.testing.assert_allclose(grad, whole.grad_hess(labels, preds, group)[0], rtol=1e-12, atol=1e-15)
 
 
-def test_xgb_cv_folds_take_err_label_maximum_of_the_whole_set():
-    # an xgb.cv fold is a slice with no link to the whole set: read from cv's own frame
+def test_xgb_cv_folds_take_their_own_err_label_maximum_unless_told():
+    """An xgb.cv fold has no link to its whole set in XGBoost's public API: each fold takes
+    its own label maximum (documented), and max_label= tells the whole set's."""
     d = make_ranking(40, 10, 5, seed=12)
     y = np.minimum(d.y, 2)
     y[d.qid == 39] = np.arange((d.qid == 39).sum()) % 5  # the only query with labels 3 and 4: in one fold only
@@ -304,14 +330,13 @@ def test_xgb_cv_folds_take_err_label_maximum_of_the_whole_set():
     dtrain = xgb.DMatrix(d.X, y, qid=d.qid)
     xgb.cv({**XGB, "disable_default_eval_metric": 1}, dtrain, num_boost_round=1, nfold=3, seed=0,
            obj=Recording("err", hess_floor=0.0))
-    whole = gbrank.lambdarank(measure="err", max_label=4, hess_floor=0.0)
     assert len(seen) == 3 and {labels.max() for labels, *_ in seen} == {2.0, 4.0}
     for labels, preds, group, grad in seen:
-        np.testing.assert_allclose(grad, whole.grad_hess(labels, preds, group)[0], rtol=1e-12, atol=1e-15)
-    # xgb.train on a part of the data is whole data: its own largest label
+        own = gbrank.lambdarank(measure="err", max_label=int(labels.max()), hess_floor=0.0)
+        np.testing.assert_allclose(grad, own.grad_hess(labels, preds, group)[0], rtol=1e-12, atol=1e-15)
     seen.clear()
-    part = d.qid < 20
-    xgb.train({**XGB, "disable_default_eval_metric": 1}, xgb.DMatrix(d.X[part], y[part], qid=d.qid[part]), 1,
-              obj=Recording("err", hess_floor=0.0))
-    own = gbrank.lambdarank(measure="err", max_label=2, hess_floor=0.0)
-    np.testing.assert_allclose(seen[0][3], own.grad_hess(*seen[0][:3])[0], rtol=1e-12, atol=1e-15)
+    xgb.cv({**XGB, "disable_default_eval_metric": 1}, dtrain, num_boost_round=1, nfold=3, seed=0,
+           obj=Recording("err", max_label=4, hess_floor=0.0))
+    whole = gbrank.lambdarank(measure="err", max_label=4, hess_floor=0.0)
+    for labels, preds, group, grad in seen:
+        np.testing.assert_allclose(grad, whole.grad_hess(labels, preds, group)[0], rtol=1e-12, atol=1e-15)

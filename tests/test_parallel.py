@@ -173,32 +173,29 @@ def test_objectives_do_not_depend_on_the_thread_count(make):
 
 
 
-def _thread_names_of_a_team_call(engine, threads):
-    """The threads that ran the blocks of one call inside ``engine_threads(engine, threads)``."""
-    from gbrank._parallel import engine_threads
+def _takes_the_pool(engine, threads, monkeypatch) -> bool:
+    """Whether one call of a compiled kernel inside ``engine_threads(engine, threads)`` took
+    the pool (rather than the engine's team); every query runs once either way."""
+    import gbrank._parallel as parallel
 
+    taken = []
+    real = parallel._executor
+    monkeypatch.setattr(parallel, "_executor", lambda: (taken.append(1), real())[1])
     sizes = np.random.default_rng(5).integers(0, 30, 400)
     offsets = _offsets(sizes)
     values = np.random.default_rng(6).normal(size=offsets[-1])
     out = np.full(sizes.size, np.nan)
     seen = np.zeros(sizes.size, dtype=np.int64)
-    names = set()
-
-    def kernel(q0, q1, *args):
-        names.add(threading.current_thread().name)
-        threading.Event().wait(0.005)
-        _query_sums(q0, q1, *args)
-
     previous = numba.get_num_threads()
     numba.set_num_threads(2)
     try:
-        with engine_threads(engine, threads):
-            over_queries(kernel, offsets, values, offsets, out, seen, min_rows=1)
+        with parallel.engine_threads(engine, threads):
+            over_queries(_query_sums, offsets, values, offsets, out, seen, min_rows=1)
     finally:
         numba.set_num_threads(previous)
     np.testing.assert_array_equal(seen, 1)
     np.testing.assert_allclose(out, np.add.reduceat(values, offsets[:-1]) * (sizes > 0))
-    return names
+    return bool(taken)
 
 
 def _needs_a_team(engine):
@@ -210,20 +207,23 @@ def _needs_a_team(engine):
 
 
 @pytest.mark.parametrize("threads", [None, 2, 8])
-def test_engine_threads_run_every_block_on_the_engines_openmp_team(threads):
+def test_engine_threads_run_every_block_on_the_engines_openmp_team(threads, monkeypatch):
     _needs_a_team("lightgbm")
-    names = _thread_names_of_a_team_call("lightgbm", threads)
-    # the caller and an OpenMP thread, which Python sees as a foreign ("Dummy") thread, not the pool's
-    assert threading.current_thread().name in names
-    assert not any(name.startswith("gbrank") for name in names), names
-    assert len(names) == 2, names
+    assert not _takes_the_pool("lightgbm", threads, monkeypatch)
 
 
-def test_an_engine_training_on_one_thread_keeps_the_pool():
+def test_an_engine_training_on_one_thread_keeps_the_pool(monkeypatch):
     # a team call would start an OpenMP thread the engine never started (fork-unsafe)
     _needs_a_team("lightgbm")
-    names = _thread_names_of_a_team_call("lightgbm", 1)
-    assert any(name.startswith("gbrank") for name in names), names
+    assert _takes_the_pool("lightgbm", 1, monkeypatch)
+
+
+def test_the_team_switch_keeps_the_pool(monkeypatch):
+    _needs_a_team("lightgbm")
+    import gbrank._parallel as parallel
+
+    monkeypatch.setenv(parallel.TEAM_SWITCH, "0")
+    assert _takes_the_pool("lightgbm", 2, monkeypatch)
 
 
 def test_engine_threads_raise_a_failing_block_in_the_caller():
@@ -245,15 +245,46 @@ def test_engine_threads_of_an_engine_not_loaded_use_the_pool():
     np.testing.assert_array_equal(seen, 1)
 
 
-@pytest.mark.parametrize("params, expected", [
+THREAD_PARAMS = [
     ({}, None), ({"num_threads": 3}, 3), ({"nthread": 1}, 1), ({"n_jobs": 2}, 2), ({"num_threads": 0}, None),
     ({"num_threads": -1}, None), ({"num_threads": None, "nthreads": 4}, 4),
-])
+    # several aliases: LightGBM keeps the main name, else the shortest alias, then the first by name
+    ({"nthread": 2, "n_jobs": 1}, 1), ({"num_thread": 3, "nthreads": 2}, 2), ({"num_threads": 2, "n_jobs": 1}, 2),
+    ({"nthreads": 1, "num_thread": 2}, 1), ({"nthread": "2", "num_thread": 3}, 2),
+]
+
+
+@pytest.mark.parametrize("params, expected", THREAD_PARAMS)
 def test_lightgbm_training_threads_read_every_alias(params, expected):
-    lgb = pytest.importorskip("lightgbm")
     from gbrank.engines.lightgbm import training_threads
 
-    assert training_threads(lgb.Dataset(np.zeros((4, 1)), np.zeros(4), params=params)) == expected
+    assert training_threads(params) == expected
+
+
+@pytest.mark.parametrize("params, expected", [case for case in THREAD_PARAMS
+                                              if sum(value is not None for value in case[0].values()) > 1])
+def test_thread_aliases_resolve_as_lightgbm_resolves_them(params, expected):
+    """LightGBM's own log says which value it kept: gbrank's resolution agrees."""
+    lgb = pytest.importorskip("lightgbm")
+    import re
+
+    class Log:
+        lines: list[str] = []
+
+        def info(self, message):
+            self.lines.append(message)
+
+        warning = info
+
+    log = Log()
+    lgb.register_logger(log)
+    try:
+        lgb.train({**params, "objective": "regression", "verbose": 1}, lgb.Dataset(np.random.rand(50, 2), np.random.rand(50)), 1)
+    finally:
+        lgb.register_logger(__import__("logging").getLogger("lightgbm"))
+    kept = [int(m) for line in log.lines for m in re.findall(r"Current value: num_threads=(-?\d+)", line)]
+    assert kept, log.lines
+    assert (kept[-1] if kept[-1] > 0 else None) == expected
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -266,18 +297,18 @@ def test_an_objective_inside_lightgbm_training_runs_on_as_many_threads_as_it(thr
     real = parallel._run_on_team
     monkeypatch.setattr(parallel, "_run_on_team", lambda p, kernel, bounds, args, n: (
         calls.append(n), real(p, kernel, bounds, args, n))[1])
-    monkeypatch.setattr(parallel, "_on_team", None)  # a compiled kernel never goes through Python
     data = gbrank.datasets.make_ranking(n_queries=300, docs_per_query=30, n_features=5, seed=0)
     previous = numba.get_num_threads()
     numba.set_num_threads(2)
     try:
         lgb.train({"objective": gbrank.lambdarank(), "num_threads": threads, "verbose": -1},
                   lgb.Dataset(data.X, data.y, group=data.group), 3)
+        # LGBMRanker hands the objective arrays, not its parameters: the pool runs its calls
         lgb.LGBMRanker(objective=gbrank.lambdarank(), n_estimators=3, n_jobs=threads, verbose=-1).fit(
             data.X, data.y, group=data.group)
     finally:
         numba.set_num_threads(previous)
-    assert calls == ([2] * 6 if threads == 2 else []), calls
+    assert calls == ([2] * 3 if threads == 2 else []), calls
 
 
 @njit(nogil=True)
@@ -305,7 +336,7 @@ def test_a_numba_kernel_runs_compiled_on_the_team_with_every_kind_of_argument(mo
     _needs_a_team("lightgbm")
     import gbrank._parallel as parallel
 
-    monkeypatch.setattr(parallel, "_on_team", None)
+    monkeypatch.setattr(parallel, "_executor", None)  # no block runs on the pool
     rng = np.random.default_rng(7)
     sizes = rng.integers(0, 40, 500)
     args = _every_kind_arguments(sizes, rng)
@@ -323,14 +354,15 @@ def test_a_numba_kernel_runs_compiled_on_the_team_with_every_kind_of_argument(mo
     np.testing.assert_array_equal(out, expected)
 
 
-def test_arguments_the_frame_cannot_carry_go_through_python(monkeypatch):
-    """A two-dimensional array is handed over in Python, with the same result."""
+def test_arguments_the_frame_cannot_carry_go_to_the_pool(monkeypatch):
+    """A two-dimensional array cannot travel to the team: the pool runs the blocks, with the
+    same result."""
     _needs_a_team("lightgbm")
     import gbrank._parallel as parallel
 
-    calls = []
-    real = parallel._on_team
-    monkeypatch.setattr(parallel, "_on_team", lambda p, work, n: (calls.append(n), real(p, work, n)))
+    taken = []
+    real = parallel._executor
+    monkeypatch.setattr(parallel, "_executor", lambda: (taken.append(1), real())[1])
     sizes = [3] * 40
     offsets = _offsets(sizes)
     values = np.arange(120, dtype=np.float64).reshape(120, 1)[:, 0:1]
@@ -342,7 +374,7 @@ def test_arguments_the_frame_cannot_carry_go_through_python(monkeypatch):
             over_queries(_column_sums, offsets, values, offsets, out, seen, min_rows=1)
     finally:
         numba.set_num_threads(previous)
-    assert calls == [2]
+    assert taken == [1]
     np.testing.assert_array_equal(seen, 1)
     np.testing.assert_array_equal(out, np.add.reduceat(values[:, 0], offsets[:-1]))
 
@@ -365,29 +397,21 @@ def test_compiled_entries_are_told_apart_by_kernel_and_closure():
     assert _stamp(_query_sums) != _stamp(_fails_on)
 
 
-@pytest.mark.parametrize("nthread, expected", [(2, 2), (1, None), (None, None)])
-def test_an_objective_inside_xgboost_training_runs_on_its_nthread_team(nthread, expected, monkeypatch):
-    """XGBoost's ``nthread`` sizes the team; one thread, or XGBoost's default (a count it
-    derives from the machine), keeps the pool. In ``xgb.train`` and ``xgb.cv`` alike."""
+@pytest.mark.parametrize("nthread", [2, 1, None])
+def test_an_objective_inside_xgboost_training_runs_on_the_pool(nthread, monkeypatch):
+    """XGBoost gives an objective no thread count (gbrank reads nothing else of its
+    training), so its calls run on gbrank's pool, in ``xgb.train`` and ``xgb.cv`` alike."""
     xgb = pytest.importorskip("xgboost")
     import gbrank._parallel as parallel
 
     calls = []
     real = parallel._run_on_team
-    monkeypatch.setattr(parallel, "_run_on_team", lambda p, kernel, bounds, args, n: (
-        calls.append(n), real(p, kernel, bounds, args, n))[1])
+    monkeypatch.setattr(parallel, "_run_on_team", lambda *args: (calls.append(1), real(*args))[1])
     data = gbrank.datasets.make_ranking(n_queries=300, docs_per_query=30, n_features=5, seed=0)
     params = {"base_score": 0.0} if nthread is None else {"base_score": 0.0, "nthread": nthread}
-    previous = numba.get_num_threads()
-    numba.set_num_threads(2)
-    try:
-        xgb.train(params, xgb.DMatrix(data.X, data.y, group=data.group), 3, obj=gbrank.lambdarank())
-        xgb.cv(params, xgb.DMatrix(data.X, data.y, group=data.group), 2, nfold=2, obj=gbrank.lambdarank())
-    finally:
-        numba.set_num_threads(previous)
-    if expected is not None and parallel._engine_gomp("xgboost") is None:
-        pytest.skip("XGBoost does not run on GNU OpenMP here")
-    assert calls == ([expected] * 7 if expected else []), calls
+    xgb.train(params, xgb.DMatrix(data.X, data.y, group=data.group), 3, obj=gbrank.lambdarank())
+    xgb.cv(params, xgb.DMatrix(data.X, data.y, group=data.group), 2, nfold=2, obj=gbrank.lambdarank())
+    assert calls == []
 
 
 TEAM_CASES = {
@@ -413,7 +437,6 @@ def test_objectives_on_the_engines_team_match_one_thread_bit_for_bit(name, monke
     calls = []
     real = parallel._run_on_team
     monkeypatch.setattr(parallel, "_run_on_team", lambda *args: (calls.append(1), real(*args))[1])
-    monkeypatch.setattr(parallel, "_on_team", None)
     data = gbrank.datasets.make_ranking(n_queries=1500, docs_per_query=25, n_features=2, seed=4)
     scores = np.random.default_rng(5).normal(size=data.y.size)
     objective = TEAM_CASES[name]()
@@ -433,3 +456,30 @@ def test_objectives_on_the_engines_team_match_one_thread_bit_for_bit(name, monke
     assert calls
     for a, b in zip(alone, team):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("name", ["lambdarank", "listmle_topk", "listnet"])
+def test_the_team_switched_off_trains_the_same_model_bit_for_bit(name, monkeypatch):
+    """``GBRANK_ENGINE_TEAM=0`` runs every block on the pool, and LightGBM trains the same
+    model as on its team."""
+    lgb = pytest.importorskip("lightgbm")
+    _needs_a_team("lightgbm")
+    import gbrank._parallel as parallel
+
+    data = gbrank.datasets.make_ranking(n_queries=1500, docs_per_query=25, n_features=4, seed=4)
+    params = {"objective": TEAM_CASES[name](), "num_threads": 2, "verbose": -1, "deterministic": True}
+    calls = []
+    real = parallel._run_on_team
+    monkeypatch.setattr(parallel, "_run_on_team", lambda *args: (calls.append(1), real(*args))[1])
+    previous = numba.get_num_threads()
+    numba.set_num_threads(2)
+    try:
+        on_team = lgb.train(params, lgb.Dataset(data.X, data.y, group=data.group), 4).predict(data.X, raw_score=True)
+        assert calls
+        calls.clear()
+        monkeypatch.setenv(parallel.TEAM_SWITCH, "0")
+        on_pool = lgb.train(params, lgb.Dataset(data.X, data.y, group=data.group), 4).predict(data.X, raw_score=True)
+    finally:
+        numba.set_num_threads(previous)
+    assert calls == []
+    np.testing.assert_array_equal(on_team, on_pool)

@@ -144,14 +144,13 @@ def test_row_bagging_goss_and_dart_train_and_learn(name, data):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_bagging_by_query_is_refused_everywhere(name, data):
+def test_bagging_by_query_is_refused_where_the_objective_sees_the_parameters(name, data):
+    """lgb.train, lgb.cv and gbrank.Ranker refuse it; LGBMRanker hands the objective arrays
+    only, so there it cannot be seen (docs/workflows.md says so, and gbrank.Ranker is the
+    way in)."""
     params = {"bagging_fraction": 0.5, "bagging_freq": 1, "bagging_by_query": True}
     with pytest.raises(ValueError, match="bagging_by_query=False"):
         lgb_train(name, data, params=params)
-    with pytest.raises(ValueError, match="bagging_by_query=False"):
-        lgb.LGBMRanker(objective=build(name), n_estimators=2, verbose=-1, subsample=0.5, subsample_freq=1, bagging_by_query=True).fit(
-            data.X, data.y, group=data.group
-        )
     with pytest.raises(ValueError, match="bagging_by_query=False"):
         Ranker(build(name), n_estimators=2, params={"bagging_by_query": True}).fit(data.X, data.y, group=data.group)
 
@@ -254,35 +253,34 @@ def test_cosine_on_xgboost_starts_from_zero_not_half(data):
 
 
 # ----------------------------------------------------------------------------- early stopping
-def test_xgboost_early_stopping_maximises_the_gbrank_metric_alone(data, valid):
+@pytest.mark.parametrize("how", ["maximize", "callback"])
+def test_xgboost_early_stopping_maximises_the_gbrank_metric_alone(data, valid, how):
+    """XGBoost guesses the direction from the name and would minimise gbrank's: told with
+    maximize=True, or by the metrics' own callback, it maximises."""
     history = {}
+    metrics = gbrank.metrics.make_metrics(["ndcg@10"])
+    stopping = {"maximize": True, "early_stopping_rounds": 5} if how == "maximize" else {
+        "callbacks": [metrics.xgboost_early_stopping(5)]}
     booster = xgb.train(
         {"eta": 0.5, "max_depth": 4, "nthread": 1, "min_child_weight": 1e-3},
         xgb.DMatrix(data.X, data.y, group=data.group),
         num_boost_round=60,
         obj=gbrank.listmle_topk(k=10),
         evals=[(xgb.DMatrix(valid.X, valid.y, group=valid.group), "valid")],
-        custom_metric=xgboost_metric(["ndcg@10"]),
-        early_stopping_rounds=5,
+        custom_metric=metrics.xgboost,
         evals_result=history,
         verbose_eval=False,
+        **stopping,
     )
     curve = history["valid"]["gbrank-ndcg@10"]
     assert booster.best_iteration == int(np.argmax(curve))  # the highest, not the lowest
     assert len(curve) == booster.best_iteration + 1 + 5
 
 
-def test_xgboost_early_stopping_refuses_to_minimise_a_gbrank_metric(data):
-    dtrain = xgb.DMatrix(data.X, data.y, group=data.group)
-    with pytest.raises(ValueError, match="maximize=False"):
-        xgb.train(XGB, dtrain, 5, obj=gbrank.listmle(), evals=[(dtrain, "train")], custom_metric=xgboost_metric("ndcg@5"),
-                  early_stopping_rounds=2, maximize=False, verbose_eval=False)
-
-
 def test_xgb_cv_early_stopping_maximises(data):
     dtrain = xgb.DMatrix(data.X, data.y, group=data.group)
     result = xgb.cv({**XGB, "eta": 1.0, "max_depth": 6}, dtrain, 60, nfold=3, obj=gbrank.listmle(ties="input"),
-                    custom_metric=xgboost_metric("ndcg@5"), early_stopping_rounds=3)
+                    custom_metric=xgboost_metric("ndcg@5"), early_stopping_rounds=3, maximize=True)
     curve = result["test-gbrank-ndcg@5-mean"].to_numpy()
     assert int(np.argmax(curve)) == curve.size - 1  # xgb.cv keeps the rounds up to the best
 
@@ -376,10 +374,13 @@ def test_positions_reach_lightgbm_and_objectives_that_read_them(data):
 
     seen = []
 
-    class PositionTarget(gbrank.RankingObjective):
-        """Toy loss 1/2 (s - y / position)^2 that reads the positions."""
+    class PositionTarget:
+        """Toy loss 1/2 (s - y / position)^2 of another package that reads the positions."""
 
         uses_position = True
+
+        def __call__(self, preds, data):
+            raise AssertionError("the positions reach it through grad_hess")
 
         def grad_hess(self, y_true, y_pred, group, weight=None, position=None):
             seen.append(np.array(position))
@@ -390,17 +391,21 @@ def test_positions_reach_lightgbm_and_objectives_that_read_them(data):
         Ranker(PositionTarget(), engine=engine, n_estimators=2).fit(data.X, data.y, group=data.group, position=position)
         assert len(seen) == 2
         np.testing.assert_array_equal(seen[0], position)
-    # LightGBM keeps only ids of the distinct positions once it constructs the Dataset: the
-    # values given are read before, whatever the row order (here each query's reversed)
+    # LightGBM keeps only ids of the distinct positions once it constructs the Dataset (before
+    # it calls the objective): the values come from gbrank's Dataset builder, whatever the row
+    # order (here each query's reversed), or from with_position
     reversed_position = np.concatenate([np.arange(n, 0, -1) for n in data.group])
-    seen.clear()
-    lgb.train({**LGB, "objective": PositionTarget()}, lgb.Dataset(data.X, data.y, group=data.group,
-                                                                 position=reversed_position), 1)
-    np.testing.assert_array_equal(seen[0], reversed_position)
-    # constructed before gbrank saw it: ids that say nothing of the values are refused
-    constructed = lgb.Dataset(data.X, data.y, group=data.group, position=reversed_position, params=LGB).construct()
-    with pytest.raises(ValueError, match="with_position"):
-        lgb.train({**LGB, "objective": PositionTarget()}, constructed, 1)
+    built = engines.lightgbm.dataset(data.X, data.y, data.group, position=reversed_position, params=LGB)
+    np.testing.assert_array_equal(engines.read(built, position=True).position, reversed_position)
+    clicks = (data.y > 1).astype(float)
+    lgb.train({**LGB, "objective": gbrank.ips_listnet()}, engines.lightgbm.dataset(
+        data.X, clicks, data.group, position=reversed_position, params=LGB), 1)
+    # a Dataset whose positions gbrank was not given is refused, constructed or not, every time
+    for _ in range(2):
+        for dataset in (lgb.Dataset(data.X, clicks, group=data.group, position=reversed_position),
+                        lgb.Dataset(data.X, clicks, group=data.group, position=reversed_position, params=LGB).construct()):
+            with pytest.raises(ValueError, match="with_position"):
+                lgb.train({**LGB, "objective": gbrank.ips_listnet()}, dataset, 1)
     dtrain = lgb.Dataset(data.X, data.y, group=data.group, position=position)
     seen.clear()
     lgb.train({**LGB, "objective": engines.with_position(PositionTarget(), position)}, dtrain, 1)

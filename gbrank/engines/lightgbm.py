@@ -213,9 +213,10 @@ def dataset(
         reference=reference,
         free_raw_data=free_raw_data,
     )
+    data.construct()
     if position is not None:
-        _positions.keep(data, position)
-    return data.construct()
+        _positions.keep(data, position, ids=data.get_position())
+    return data
 
 
 class EarlyStopping:

@@ -37,8 +37,9 @@ __all__ = ["ROW_ORDER", "check", "given", "keep", "of_lightgbm", "of_rows", "row
 #: ``with_position(objective, ROW_ORDER)``: the rows of each query are in display order.
 ROW_ORDER = "row_order"
 
-# lightgbm.Dataset -> the positions the user gave (int64, read-only), while it lives
-_GIVEN: "weakref.WeakKeyDictionary[Any, np.ndarray]" = weakref.WeakKeyDictionary()
+# lightgbm.Dataset -> (the positions the user gave (int64, read-only), the ids LightGBM made
+# of them, or None before construction), while it lives
+_GIVEN: "weakref.WeakKeyDictionary[Any, tuple[np.ndarray, np.ndarray | None]]" = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 _XGBOOST_ROW_ORDER = (
@@ -88,21 +89,31 @@ def check(position, n: int, offsets: np.ndarray | None = None, *, name: str = "p
     return values
 
 
-def keep(data, position) -> None:
+def keep(data, position, ids=None) -> None:
     """Keep the ``position`` values given for the ``lightgbm.Dataset`` ``data`` (checked),
-    for the objectives that read them while ``data`` lives."""
+    for the objectives that read them while ``data`` lives; ``ids``: what LightGBM made of
+    them when it constructed ``data`` (``get_position()``), against which a later
+    ``set_position`` is found."""
     values = check(position, len(position))
     values.setflags(write=False)
     with _LOCK:
-        _GIVEN[data] = values
+        _GIVEN[data] = values, None if ids is None else np.array(ids, copy=True)
 
 
 def given(data) -> np.ndarray | None:
     """The positions recorded for a ``lightgbm.Dataset`` (an ``lgb.cv`` fold: its rows of its
     full set's), or None."""
     with _LOCK:
-        values = _GIVEN.get(data)
-    if values is not None:
+        kept = _GIVEN.get(data)
+    if kept is not None:
+        values, ids = kept
+        if ids is not None and not np.array_equal(np.asarray(data.get_position()), ids):
+            raise ValueError(
+                "the LightGBM Dataset's positions changed after gbrank kept them (set_position on a "
+                "constructed Dataset, of which LightGBM keeps only ids): build a new Dataset with "
+                "gbrank.engines.lightgbm.dataset(..., position=), or bind the positions with "
+                "gbrank.engines.with_position(objective, position)"
+            )
         return values
     reference = getattr(data, "reference", None)
     used = getattr(data, "used_indices", None)

@@ -81,6 +81,11 @@ class Binding:
     def n_rows(self) -> int:
         return int(self.offsets[-1])
 
+    @property
+    def labels(self) -> np.ndarray:
+        """The labels bound, as given (read-only)."""
+        return self._given[0]
+
     def holds(self, labels, sizes, weights=None, position=None, statistics: Statistics | None = None) -> bool:
         """Whether these fields are the ones bound, value for value (an array written in
         place since counts as changed)."""
