@@ -293,26 +293,29 @@ def click_data():
 
 
 @pytest.mark.parametrize("name", CLICK_OBJECTIVES)
-def test_lightgbm_reads_positions_from_the_dataset(click_data, name):
+def test_lightgbm_takes_the_positions_it_is_told(click_data, name):
     lgb = pytest.importorskip("lightgbm")
+    from gbrank.engines import lightgbm as engine
+    from gbrank.engines import with_position
+
     X, clicks, group, pos, log = click_data
     params = {"learning_rate": 0.1, "num_leaves": 7, "verbose": -1, "num_threads": 1, "seed": 0}
     obj = CLICK_OBJECTIVES[name](propensity=log.theta)
-    via_dataset = lgb.train({**params, "objective": obj}, lgb.Dataset(X, clicks, group=group, position=pos), 5)
+    via_dataset = lgb.train({**params, "objective": obj}, engine.dataset(X, clicks, group, position=pos, params=params), 5)
     explicit = lgb.train(
         {**params, "objective": lambda p, _: obj.grad_hess(clicks, p, group, position=pos)},
         lgb.Dataset(X, clicks, group=group), 5,
     )
     np.testing.assert_allclose(via_dataset.predict(X), explicit.predict(X))
-    with pytest.raises(ValueError, match=r"got none: build the lgb.Dataset with position="):
+    with pytest.raises(ValueError, match=r"got none: bind them with gbrank.engines.with_position"):
         lgb.train({**params, "objective": obj}, lgb.Dataset(X, clicks, group=group), 1)
     with pytest.raises(ValueError, match="folds=gbrank.engines.query_folds"):
-        lgb.cv({**params, "objective": obj, "metric": "None"}, lgb.Dataset(X, clicks, group=group, position=pos),
+        lgb.cv({**params, "objective": with_position(obj, pos), "metric": "None"}, lgb.Dataset(X, clicks, group=group),
                num_boost_round=1, nfold=2, stratified=False)
     # rows in any order within their queries: the positions travel with the rows
     shuffled = pos.copy()
     shuffled[[0, 1]] = shuffled[[1, 0]]
-    swapped = lgb.train({**params, "objective": obj}, lgb.Dataset(X, clicks, group=group, position=shuffled), 5)
+    swapped = lgb.train({**params, "objective": with_position(obj, shuffled)}, lgb.Dataset(X, clicks, group=group), 5)
     explicit = lgb.train(
         {**params, "objective": lambda p, _: obj.grad_hess(clicks, p, group, position=shuffled)},
         lgb.Dataset(X, clicks, group=group), 5,
@@ -353,16 +356,22 @@ def test_estimated_propensity_is_exposed_and_a_second_training_repeats_the_first
     with pytest.raises(AttributeError, match="propensity_"):
         obj.propensity_
     params = {"objective": obj, "learning_rate": 0.2, "num_leaves": 7, "verbose": -1, "num_threads": 1}
-    first = lgb.train(params, lgb.Dataset(X, clicks, group=group, position=pos), 12)
-    theta_first = obj.propensity_
+    positioned = {**params, "objective": gbrank.engines.with_position(obj, pos)}
+    first_set = lgb.Dataset(X, clicks, group=group)
+    first = lgb.train(positioned, first_set, 12)
+    theta_first = obj.binding(first_set).propensity_
     assert theta_first.shape == (12,) and theta_first[0] == 1.0
     assert np.all(np.diff(theta_first[:6]) < 0)  # the estimate decays with the position
-    second = lgb.train(params, lgb.Dataset(X, clicks, group=group, position=pos), 12)
-    np.testing.assert_array_equal(obj.propensity_, theta_first)
+    second_set = lgb.Dataset(X, clicks, group=group)
+    second = lgb.train(positioned, second_set, 12)
+    np.testing.assert_array_equal(obj.binding(second_set).propensity_, theta_first)
     np.testing.assert_array_equal(first.predict(X), second.predict(X))
-    # copies (lgb.train deep-copies its params) share the record; pickles carry it
-    assert copy.deepcopy(obj).propensity_ is not None
-    np.testing.assert_array_equal(pickle.loads(pickle.dumps(obj)).propensity_, theta_first)
+    # the estimate is the training set's: an equal objective (lgb.train trains a deep copy),
+    # a copy or a pickle of this one finds it there, and none of them holds it
+    np.testing.assert_array_equal(copy.deepcopy(obj).binding(first_set).propensity_, theta_first)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(obj)).binding(first_set).propensity_, theta_first)
+    with pytest.raises(AttributeError, match="binding"):
+        obj.propensity_
     expected = {
         "ips_listnet": "ips_listnet(propensity='estimate', ",
         "ips_ranknet": "ips_ranknet(propensity='estimate', weighting='constant', sigma=1.0, ",
@@ -409,11 +418,10 @@ def test_ranker_passes_the_positions_to_the_objective(click_data, name, engine):
             X[order], clicks[order], group=group, position=pos[order])
         np.testing.assert_allclose(reversed_rows.predict(X), model.predict(X), rtol=1e-6, atol=1e-9)
     if engine == "lightgbm":
-        with pytest.raises(ValueError, match="got none: build the lgb.Dataset with position="):
+        with pytest.raises(ValueError, match="got none: bind them with gbrank.engines.with_position"):
             gbrank.Ranker(make(propensity=log.theta), **settings).fit(X, clicks, group=group)
     else:
         # without position=, XGBoost's convention, with a warning: the row order within a query
         with pytest.warns(UserWarning, match="row order"):
-            gbrank.engines.positions._WARNED.discard("xgboost-row-order")
             by_rows = gbrank.Ranker(make(propensity=log.theta), **settings).fit(X, clicks, group=group)
         np.testing.assert_array_equal(by_rows.predict(X), model.predict(X))

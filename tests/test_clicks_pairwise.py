@@ -133,9 +133,12 @@ def test_training_on_clicks_with_the_true_propensities_beats_the_naive_loss():
     X, clicks, pos = train.X[order], log.clicks[order].astype(float), log.position[order]
     params = {"learning_rate": 0.1, "num_leaves": 15, "verbose": -1, "num_threads": 1, "seed": 0}
 
+    sets = {}
+
     def ndcg(obj, labels, position=None):
-        booster = lgb.train({**params, "objective": obj},
-                            lgb.Dataset(X, labels, group=train.group, position=position), 40)
+        objective = obj if position is None else gbrank.engines.with_position(obj, position)
+        sets[id(obj)] = lgb.Dataset(X, labels, group=train.group)
+        booster = lgb.train({**params, "objective": objective}, sets[id(obj)], 40)
         return gbrank.metrics.ndcg(test.y, booster.predict(test.X), test.group, k=10)
 
     naive = ndcg(gbrank.ips_ranknet(propensity=None), clicks)
@@ -145,4 +148,4 @@ def test_training_on_clicks_with_the_true_propensities_beats_the_naive_loss():
     ceiling = ndcg(gbrank.ips_ranknet(propensity=None, weighting="dcg"), log.relevance[order])
     assert known > naive + 0.5 * (ceiling - naive)
     assert estimated > naive + 0.5 * (ceiling - naive)
-    assert np.all(np.diff(estimated_obj.propensity_[:10]) < 0)
+    assert np.all(np.diff(estimated_obj.binding(sets[id(estimated_obj)]).propensity_[:10]) < 0)

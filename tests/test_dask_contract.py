@@ -71,9 +71,9 @@ def _worker():
 class RecordingERR(LambdaRank):
     """ERR LambdaRank that notes, on whichever worker, its labels, sizes and gradients."""
 
-    def _gradients(self, y_true, y_pred, group, weight=None, **kwargs):
-        out = super()._gradients(y_true, y_pred, group, weight, **kwargs)
-        RECORD.append((np.array(y_true), np.array(y_pred), np.array(group), out[0].copy(),
+    def _bound_gradients(self, binding, scores):
+        out = super()._bound_gradients(binding, scores)
+        RECORD.append((np.array(binding.labels), np.array(scores), np.diff(binding.offsets), out[0].copy(),
                        distributed.get_worker().address))
         return out
 
@@ -85,9 +85,9 @@ def recording_clicks():
 class RecordingClicks(IPSListNet):
     """IPS softmax loss that notes, on whichever worker, its propensity estimate."""
 
-    def _gradients(self, y_true, y_pred, group, weight=None, **kwargs):
-        out = super()._gradients(y_true, y_pred, group, weight, **kwargs)
-        RECORD.append((self.propensity_, np.size(y_true), _worker()))
+    def _bound_gradients(self, binding, scores):
+        out = super()._bound_gradients(binding, scores)
+        RECORD.append((binding.propensity_, binding.n_rows, _worker()))
         return out
 
 

@@ -62,7 +62,7 @@ class ToySoftmax(RankingObjective):
     def _params(self):
         return {"slope": self.slope, **super()._params()}
 
-    def _prepare(self, labels, offsets):
+    def _prepare(self, labels, offsets, statistics):
         target = np.zeros(labels.size)
         informative = []
         for q, (a, b) in enumerate(zip(offsets[:-1], offsets[1:])):

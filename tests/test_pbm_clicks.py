@@ -14,7 +14,6 @@ import pytest
 
 import gbrank
 from gbrank.datasets import make_ranking, simulate_clicks
-from gbrank.engines import positions as engine_positions
 from gbrank.objectives.clicks_pbm import PBMListNet
 from helpers import fd_gradient
 
@@ -22,11 +21,9 @@ LGB = {"learning_rate": 0.1, "num_leaves": 7, "verbose": -1, "num_threads": 1, "
 XGB = {"max_depth": 3, "nthread": 1, "min_child_weight": 0.0, "eta": 0.3, "base_score": 0.0}
 
 
-@pytest.fixture(autouse=True)
-def _fresh_warnings():
-    engine_positions._WARNED.clear()
-    yield
-    engine_positions._WARNED.clear()
+def _positioned(X, clicks, group, position):
+    """A LightGBM Dataset that keeps its position values (gbrank's builder)."""
+    return gbrank.engines.lightgbm.dataset(X, clicks, group, position=position, params=LGB)
 
 
 def direct_loss(clicks, scores, position, theta, sizes):
@@ -203,9 +200,9 @@ def test_lightgbm_natural_order_trains_as_display_order(natural, propensity):
     order = _display_order(group, pos)
     assert not np.array_equal(order, np.arange(order.size))
     make = lambda: gbrank.pbm_listnet(log.theta if propensity == "known" else "estimate", warmup=2, update_every=2)
-    natural_model = lgb.train({**LGB, "objective": make()}, lgb.Dataset(X, clicks, group=group, position=pos), 10)
-    display = lgb.train({**LGB, "objective": make()},
-                        lgb.Dataset(X[order], clicks[order], group=group, position=pos[order]), 10)
+    natural_model = lgb.train({**LGB, "objective": make()}, _positioned(X, clicks, group, pos), 10)
+    display = lgb.train({**LGB, "objective": gbrank.engines.with_position(make(), pos[order])},
+                        lgb.Dataset(X[order], clicks[order], group=group), 10)
     np.testing.assert_allclose(natural_model.predict(X), display.predict(X), rtol=1e-10, atol=1e-10)
     # and as the positions passed explicitly
     obj = make()
@@ -217,7 +214,7 @@ def test_lightgbm_natural_order_trains_as_display_order(natural, propensity):
 def test_lightgbm_without_positions_names_the_fix(natural):
     lgb = pytest.importorskip("lightgbm")
     X, clicks, group, _, _ = natural
-    with pytest.raises(ValueError, match=r"got none: build the lgb.Dataset with position="):
+    with pytest.raises(ValueError, match=r"got none: bind them with gbrank.engines.with_position"):
         lgb.train({**LGB, "objective": gbrank.pbm_listnet()}, lgb.Dataset(X, clicks, group=group), 1)
 
 
@@ -252,7 +249,7 @@ def test_ranker_with_a_position_column(natural, engine):
     settings = {"engine": engine, "n_estimators": 4, "learning_rate": 0.2, "max_depth": 3, "n_jobs": 1}
     model = gbrank.Ranker(gbrank.pbm_listnet(warmup=1, update_every=1), **settings)
     model.fit(frame.drop(columns="position"), clicks, position=frame["position"])
-    assert np.isfinite(model.objective_.propensity_[:5]).all()
+    assert np.isfinite(model.propensity_[:5]).all()
     # the rows of each query reversed: the positions travel with them
     order = np.lexsort((-np.arange(pos.size), frame["qid"].to_numpy()))
     other = gbrank.Ranker(gbrank.pbm_listnet(warmup=1, update_every=1), **settings)
@@ -272,25 +269,31 @@ def test_estimated_propensity_moves_and_a_second_training_repeats_the_first(natu
     with pytest.raises(AttributeError, match="propensity_"):
         _ = obj.propensity_
     params = {**LGB, "objective": obj, "learning_rate": 0.2}
-    first = lgb.train(params, lgb.Dataset(X, clicks, group=group, position=pos), 12)
-    theta_first = obj.propensity_
+    first_set = _positioned(X, clicks, group, pos)
+    first = lgb.train(params, first_set, 12)
+    theta_first = obj.binding(first_set).propensity_
     assert theta_first.shape == (10,) and theta_first[0] == 1.0
     assert np.all(np.diff(theta_first[:6]) < 0)  # the estimate decays with the position
     # it moved from the start (each position's click rate within its queries)
-    start = gbrank.pbm_listnet(warmup=100)
-    start.grad_hess(clicks, np.zeros(clicks.size), group, position=pos)
+    start = gbrank.pbm_listnet(warmup=100).bind(clicks, group, position=pos)
+    start.grad_hess(np.zeros(clicks.size))
     assert np.abs(theta_first - start.propensity_).max() > 1e-3
     # ... towards the truth, as ips_listnet's estimate does on the same data
     ips = gbrank.ips_listnet(warmup=2, update_every=2)
-    lgb.train({**params, "objective": ips}, lgb.Dataset(X, clicks, group=group, position=pos), 12)
+    ips_set = _positioned(X, clicks, group, pos)
+    lgb.train({**params, "objective": ips}, ips_set, 12)
     error = lambda t: np.abs(t[:6] / log.theta[:6] - 1).max()
     assert error(theta_first) < error(start.propensity_)
-    assert error(theta_first) < 2 * error(ips.propensity_) + 0.05
-    second = lgb.train(params, lgb.Dataset(X, clicks, group=group, position=pos), 12)
-    np.testing.assert_array_equal(obj.propensity_, theta_first)
+    assert error(theta_first) < 2 * error(ips.binding(ips_set).propensity_) + 0.05
+    second_set = _positioned(X, clicks, group, pos)
+    second = lgb.train(params, second_set, 12)
+    np.testing.assert_array_equal(obj.binding(second_set).propensity_, theta_first)
     np.testing.assert_array_equal(first.predict(X), second.predict(X))
-    assert copy.deepcopy(obj).propensity_ is not None
-    np.testing.assert_array_equal(pickle.loads(pickle.dumps(obj)).propensity_, theta_first)
+    # the estimate belongs to each training set: copies of the objective find it, share nothing
+    np.testing.assert_array_equal(copy.deepcopy(obj).binding(first_set).propensity_, theta_first)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(obj)).binding(first_set).propensity_, theta_first)
+    with pytest.raises(AttributeError, match="binding"):
+        _ = obj.propensity_
 
 
 def test_the_estimate_holds_the_slope_at_one():
@@ -328,9 +331,9 @@ class _Recording(PBMListNet):
     """The PBM loss noting, on whichever worker, its propensity estimate (module level: Dask
     may serialise the objective, and the copy must still write here)."""
 
-    def _gradients(self, y_true, y_pred, group, weight=None, **kwargs):
-        out = super()._gradients(y_true, y_pred, group, weight, **kwargs)
-        _RECORD.append((self.propensity_, np.size(y_true)))
+    def _bound_gradients(self, binding, scores):
+        out = super()._bound_gradients(binding, scores)
+        _RECORD.append((binding.propensity_, binding.n_rows))
         return out
 
 

@@ -106,36 +106,22 @@ def test_labels_changed_in_place_are_seen(make):
     np.testing.assert_array_equal(got[1], want[1])
 
 
-def test_cache_hits_on_equal_labels_and_misses_on_other_dtypes_or_groups():
-    labels, scores, group = _queries()
-    obj = gbrank.listmle()
-    first = obj._state(labels, np.arange(0, labels.size + 1, 40))
-    assert obj._state(labels.copy(), np.arange(0, labels.size + 1, 40)) is first
-    assert obj._state(labels.astype(np.float64), np.arange(0, labels.size + 1, 40)) is not first
-    assert obj._state(labels, np.arange(0, labels.size + 1, 20)) is not first
+def test_a_binding_holds_equal_values_and_not_other_dtypes_groups_or_positions():
+    """A binding answers for the fields it was made from, value for value (the engines'
+    calls reuse it only then): a copy holds, another dtype, group or position does not."""
+    labels, _, _ = _queries()
+    sizes = [40] * 60
+    binding = gbrank.listmle().bind(labels, sizes)
+    assert binding.holds(labels.copy(), sizes)
+    assert not binding.holds(labels.astype(np.float64), sizes)
+    assert not binding.holds(labels, [20] * 120)
     # odd byte counts and short arrays take np.array_equal
     odd = labels[:-1].copy()
-    offsets = np.array([0, odd.size])
-    assert obj._state(odd, offsets) is obj._state(odd.copy(), offsets)
-
-
-def test_cache_extra_key_and_prepare():
-    """A subclass whose state depends on one more array keys the cache on it too."""
-    labels, _, _ = _queries()
-    offsets = np.arange(0, labels.size + 1, 40)
-    obj = gbrank.listmle()
-    calls = []
-
-    def prepare(tag):
-        calls.append(tag)
-        return tag
-
+    short = gbrank.listmle().bind(odd, [odd.size])
+    assert short.holds(odd.copy(), [odd.size]) and not short.holds(odd[::-1].copy(), [odd.size])
     position = np.tile(np.arange(1, 41), 60)
-    assert obj._state(labels, offsets, extra=position, prepare=lambda: prepare("a")) == "a"
-    assert obj._state(labels, offsets, extra=position.copy(), prepare=lambda: prepare("b")) == "a"
+    clicks = gbrank.ips_listnet().bind((labels > 2).astype(float), sizes, position=position)
+    assert clicks.holds((labels > 2).astype(float), sizes, position=position.copy())
     moved = position.copy()
     moved[5] = -1
-    assert obj._state(labels, offsets, extra=moved, prepare=lambda: prepare("c")) == "c"
-    # a state without the extra key is another entry
-    assert obj._state(labels, offsets) not in ("a", "c")
-    assert calls == ["a", "c"]
+    assert not clicks.holds((labels > 2).astype(float), sizes, position=moved)
