@@ -230,3 +230,21 @@ def test_ndcg_boost_is_deterministic_and_its_sampling_is_seeded():
     assert fit(random_state=1) == fit(random_state=2)  # the exact search draws nothing
     assert fit(sample=True, random_state=1) == fit(sample=True, random_state=1)
     assert fit(sample=True, random_state=1) != fit(sample=True, random_state=2)
+
+
+@pytest.mark.parametrize("make", [gbrank.listmle, lambda: gbrank.listmle_topk(k=5),
+                                  lambda: gbrank.listnet(k=3, exact_limit=0)], ids=["listmle", "listmle_topk", "listnet_k3"])
+def test_random_draws_belong_to_the_query_not_to_its_place_among_the_rows(make):
+    """A Dask worker sees some of the queries, in its own order: with the default random
+    tie-breaking (and ListNet's sampling) every query gets the gradient it gets on one
+    machine, since the draws hash the query's labels and scores, never its index."""
+    data = gbrank.datasets.make_ranking(n_queries=80, docs_per_query=(5, 30), n_features=3, seed=11)
+    labels = np.minimum(data.y, 1)  # many ties
+    scores = np.round(np.random.default_rng(3).normal(size=labels.size), 1)
+    offsets = np.r_[0, np.cumsum(data.group)]
+    whole = make().grad_hess(labels, scores, data.group)
+    worker = np.random.default_rng(4).permutation(data.group.size)[:30]  # a part, shuffled
+    rows = np.concatenate([np.arange(offsets[q], offsets[q + 1]) for q in worker])
+    part = make().grad_hess(labels[rows], scores[rows], data.group[worker])
+    for got, want in zip(part, whole):
+        np.testing.assert_array_equal(got, want[rows])

@@ -27,10 +27,10 @@ variants. XGBoost's ``ndcg`` and ``map`` without a cut-off stop at rank 32; gbra
 the whole list (use ``ndcg@32`` to match).
 
 Early stopping. LightGBM reads ``is_higher_better`` from the returned tuples. XGBoost
-guesses the direction from the metric name and would guess *minimize* for these names; the
-XGBoost callback therefore sets ``maximize=True`` on the ``EarlyStopping`` of the running
-``xgb.train`` / ``xgb.cv`` that watches it (``early_stopping_rounds=`` alone is enough) and
-refuses ``maximize=False``. Which metric stops training is the engine's choice in plain
+guesses the direction from the metric name and would guess *minimize* for these names:
+pass ``maximize=True`` with ``early_stopping_rounds=`` to ``xgb.train`` / ``xgb.cv``, or use
+:meth:`EngineMetrics.xgboost_early_stopping`, which maximises (gbrank reads nothing of the
+running training to set it). Which metric stops training is the engine's choice in plain
 ``lgb.train`` / ``xgb.train`` (XGBoost: the last metric on the last eval set); gbrank's rule,
 the first metric on the last eval set (:func:`gbrank.engines.watched`), is applied by
 :meth:`EngineMetrics.xgboost_early_stopping`, ``gbrank.engines.lightgbm.EarlyStopping`` and
@@ -312,9 +312,9 @@ def lgbm_ranker_metric(metrics, **conventions):
 def xgboost_metric(metrics, **conventions):
     """``make_metrics(metrics, **conventions).xgboost``: ``custom_metric`` for ``xgboost.train``.
 
-    ``xgb.train(..., early_stopping_rounds=n)`` maximizes it without ``maximize=True``
-    (see the module notes); ``make_metrics(...).xgboost_early_stopping(rounds)`` also picks
-    the metric by gbrank's rule.
+    With ``xgb.train(..., early_stopping_rounds=n)``, pass ``maximize=True``: XGBoost would
+    minimise these names (see the module notes). ``make_metrics(...).xgboost_early_stopping(rounds)``
+    maximises and also picks the metric by gbrank's rule.
 
     Examples
     --------

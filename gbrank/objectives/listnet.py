@@ -80,10 +80,11 @@ k >= 3
     computed by the Plackett–Luce kernel (``pl_query`` of :mod:`gbrank.objectives.plackett_luce`,
     the drawn prefix weighted 1 and the rest 0). Each sample costs O(n), so a query costs
     O(``n_samples`` n). The hessian estimate is an unbiased estimate of the exact diagonal
-    and is non-negative. The draws come from a hash of ``seed``, the query and its current
-    scores: fresh at every boosting iteration, identical when a training is repeated,
-    independent of threads, and the same for ``loss`` and ``grad_hess`` at the same scores
-    (they depend on the row order, so permuting rows changes the draws, not their law).
+    and is non-negative. The draws come from a hash of ``seed``, the query's labels and its
+    current scores: fresh at every boosting iteration, identical when a training is
+    repeated, independent of threads and of where the query is (one machine or a Dask
+    worker), and the same for ``loss`` and ``grad_hess`` at the same scores (they depend on
+    the row order within the query, so permuting its rows changes the draws, not their law).
 
 Queries whose targets are all equal (all labels equal, a single document) carry no ranking
 information: zero loss and zero gradient by default (``ignore_all_equal``).
@@ -102,7 +103,7 @@ from .._docstrings import fill_doc, objective_example
 from .._parallel import MIN_ROWS_PER_THREAD_LIGHT, over_queries
 from .._validation import check_int
 from ._base import RankingObjective
-from ._random import next_uniform, query_stream
+from ._random import next_uniform, query_keys, query_stream
 from ._targets import Target, check_target, check_target_labels, target_scores
 from .plackett_luce import pl_query
 
@@ -346,10 +347,10 @@ def _exact(s, psi, start, end, k, grad, hess, want_loss):
 
 
 @njit(cache=True)
-def _sampled(s, psi, start, end, k, n_samples, seed, query, grad, hess, want_loss):
+def _sampled(s, psi, start, end, k, n_samples, key, grad, hess, want_loss):
     """Average the top-k ListMLE terms over n_samples Gumbel top-k draws from the target."""
     n = end - start
-    state = query_stream(seed, query, s, start, end)
+    state = query_stream(key, s, start, end)
     # a key psi + G is kept as the pair (psi, G) and keys are compared through
     # (psi_a - psi_b) + (G_a - G_b), so that the noise still orders tied targets when
     # psi is too large for psi + G to hold it (e**700 from "rank_exp")
@@ -405,7 +406,7 @@ def _query_shallow(scores, top1, top2, start, end, k, grad, hess, want_loss):
 
 
 @njit(cache=True)
-def _query_deep(scores, psi, top1, top2, offsets, active, query, k, n_samples, seed, exact_limit, grad, hess,
+def _query_deep(scores, psi, top1, top2, offsets, active, query, k, n_samples, keys, exact_limit, grad, hess,
                 want_loss):
     """One query for k >= 3 (nothing for an inactive query or a single document)."""
     start = offsets[query]
@@ -418,7 +419,7 @@ def _query_deep(scores, psi, top1, top2, offsets, active, query, k, n_samples, s
         return _query_shallow(scores, top1, top2, start, end, kk, grad, hess, want_loss)
     if _tree_size(n, kk, exact_limit) <= exact_limit:
         return _exact(scores, psi, start, end, kk, grad, hess, want_loss)
-    return _sampled(scores, psi, start, end, kk, n_samples, seed, query, grad, hess, want_loss)
+    return _sampled(scores, psi, start, end, kk, n_samples, keys[query], grad, hess, want_loss)
 
 
 # Two kernels, so that the common k <= 2 compiles neither the enumeration nor the sampling;
@@ -435,12 +436,12 @@ def listnet_shallow_kernel(q0, q1, scores, top1, top2, offsets, active, k, grad,
 
 
 @njit(cache=True, nogil=True)
-def listnet_kernel(q0, q1, scores, psi, top1, top2, offsets, active, k, n_samples, seed, exact_limit, grad, hess,
+def listnet_kernel(q0, q1, scores, psi, top1, top2, offsets, active, k, n_samples, keys, exact_limit, grad, hess,
                    want_loss, loss):
     """Any k: fill grad and hess (raw, zero-initialised) and the per-query cross-entropy
     ``loss`` of queries ``q0 <= query < q1``."""
     for query in range(q0, q1):
-        args = (scores, psi, top1, top2, offsets, active, query, k, n_samples, seed, exact_limit)
+        args = (scores, psi, top1, top2, offsets, active, query, k, n_samples, keys, exact_limit)
         loss[query] = _query_deep(*args, grad, hess, want_loss)
 
 
@@ -452,6 +453,7 @@ class ListNetState(NamedTuple):
     top2: np.ndarray
     offsets: np.ndarray
     active: np.ndarray
+    keys: np.ndarray
 
 
 class ListNet(RankingObjective):
@@ -479,7 +481,7 @@ class ListNet(RankingObjective):
         psi, informative = target_scores(labels, offsets, self.target, self.target_k)
         active = informative if self.ignore_all_equal else np.ones_like(informative)
         top1, top2 = top2_marginals(psi, offsets)
-        return ListNetState(psi, top1, top2, offsets, active)
+        return ListNetState(psi, top1, top2, offsets, active, query_keys(self.seed, labels, offsets))
 
     def _run(self, state: ListNetState, scores, grad, hess, want_loss):
         loss = np.empty(state.offsets.size - 1)
@@ -488,7 +490,7 @@ class ListNet(RankingObjective):
                          state.active, self.k, grad, hess, want_loss, loss)
         else:
             over_queries(listnet_kernel, state.offsets, scores, state.psi, state.top1, state.top2, state.offsets,
-                         state.active, self.k, self.n_samples, self.seed, self.exact_limit, grad, hess, want_loss, loss)
+                         state.active, self.k, self.n_samples, state.keys, self.exact_limit, grad, hess, want_loss, loss)
         return loss
 
 

@@ -47,7 +47,7 @@ from ..groups import varies_per_query
 from ._base import RankingObjective
 from ._label_order import label_order, ndcg_weights
 from ._logspace import logaddexp as _logaddexp
-from ._random import next_uniform, query_stream
+from ._random import next_uniform, query_keys, query_stream
 
 __all__ = ["listmle", "listmle_topk", "plackett_luce", "pl_query", "wlistmle", "PlackettLuce", "PLState"]
 
@@ -57,7 +57,7 @@ PositionWeights = Union[np.ndarray, list, Callable[[np.ndarray], np.ndarray]]
 
 
 @njit(cache=True, inline="always")
-def _permutation(scores, order, tie_end, start, end, head, query, shuffle, seed):
+def _permutation(scores, order, tie_end, start, end, head, key, shuffle):
     """Rows of one query in a label-consistent order: ``order``'s, with the tied blocks that
     begin within the first ``head`` positions shuffled when ``shuffle`` is set.
 
@@ -67,7 +67,7 @@ def _permutation(scores, order, tie_end, start, end, head, query, shuffle, seed)
     if not shuffle:
         return order[start:end]
     perm = order[start:end].copy()
-    state = query_stream(seed, query, scores, start, end)
+    state = query_stream(key, scores, start, end)
     b = start
     while b < start + head:
         e = tie_end[b]
@@ -215,18 +215,18 @@ def pl_query(scores, perm, weights, wstart, head, scale, grad, hess, want_grad, 
 
 
 @njit(cache=True, inline="always")
-def _query_perm(scores, order, tie_end, head, offsets, active, shuffle, seed, q):
+def _query_perm(scores, order, tie_end, head, offsets, active, shuffle, keys, q):
     """The query's rows in a label-consistent order, or an empty array for a query that
     carries no loss (inactive, a single document, no positive weight)."""
     start = offsets[q]
     end = offsets[q + 1]
     if not active[q] or end - start < 2 or head[q] == 0:
         return order[start:start]
-    return _permutation(scores, order, tie_end, start, end, head[q], q, shuffle, seed)
+    return _permutation(scores, order, tie_end, start, end, head[q], keys[q], shuffle)
 
 
 @njit(cache=True, nogil=True)
-def pl_grad_hess(q0, q1, scores, order, tie_end, weights, head, offsets, active, shuffle, seed, grad, hess):
+def pl_grad_hess(q0, q1, scores, order, tie_end, weights, head, offsets, active, shuffle, keys, grad, hess):
     """Gradient and exact diagonal hessian of the position-weighted PL loss of queries
     ``q0 <= q < q1`` (run over all queries by :func:`gbrank._parallel.over_queries`).
 
@@ -234,22 +234,23 @@ def pl_grad_hess(q0, q1, scores, order, tie_end, weights, head, offsets, active,
     from :func:`score_order`), ``tie_end[j]`` is the end of the tied block holding sorted
     position ``j``, ``weights[j]`` is the weight of sorted position ``j`` and ``head[q]`` is
     one past the last positive weight of query ``q``. With ``shuffle``, tied blocks are
-    shuffled by draws hashed from ``seed``, the query and its scores. Queries with
+    shuffled by draws hashed from the query's key ``keys[q]`` (its seed and labels) and its
+    scores (:mod:`gbrank.objectives._random`). Queries with
     ``active[q] == 0`` are left at zero; ``grad`` and ``hess`` must be zero on entry.
     """
     for q in range(q0, q1):
-        perm = _query_perm(scores, order, tie_end, head, offsets, active, shuffle, seed, q)
+        perm = _query_perm(scores, order, tie_end, head, offsets, active, shuffle, keys, q)
         if perm.shape[0]:
             pl_query(scores, perm, weights, offsets[q], head[q], 1.0, grad, hess, True, False)
 
 
 @njit(cache=True, nogil=True)
-def pl_loss(q0, q1, scores, order, tie_end, weights, head, offsets, active, shuffle, seed, out):
+def pl_loss(q0, q1, scores, order, tie_end, weights, head, offsets, active, shuffle, keys, out):
     """Per-query position-weighted PL negative log-likelihood of queries ``q0 <= q < q1``
     into ``out`` (0 for inactive queries)."""
     no_grad = np.empty(0)
     for q in range(q0, q1):
-        perm = _query_perm(scores, order, tie_end, head, offsets, active, shuffle, seed, q)
+        perm = _query_perm(scores, order, tie_end, head, offsets, active, shuffle, keys, q)
         out[q] = 0.0
         if perm.shape[0]:
             out[q] = pl_query(scores, perm, weights, offsets[q], head[q], 1.0, no_grad, no_grad, False, True)
@@ -264,6 +265,7 @@ class PLState(NamedTuple):
     head: np.ndarray
     offsets: np.ndarray
     active: np.ndarray
+    keys: np.ndarray
 
 
 class PlackettLuce(RankingObjective):
@@ -323,7 +325,8 @@ class PlackettLuce(RankingObjective):
             active = np.ones(sizes.size, dtype=np.uint8)
         last_positive = np.where(weights > 0, blocks.position, 0)
         head = np.maximum.reduceat(last_positive, offsets[:-1]) if sizes.size else np.zeros(0, np.int64)
-        return PLState(blocks.order, blocks.block_end, weights, head.astype(np.int64), offsets, active)
+        return PLState(blocks.order, blocks.block_end, weights, head.astype(np.int64), offsets, active,
+                       query_keys(self.seed, labels, offsets))
 
     def _kernel_args(self, state: PLState, scores):
         order = state.order
@@ -331,7 +334,7 @@ class PlackettLuce(RankingObjective):
             order = score_order(scores, order, state.tie_end, state.head, state.offsets)
         return (
             scores, order, state.tie_end, state.weights, state.head, state.offsets, state.active,
-            self.ties == "random", self.seed,
+            self.ties == "random", state.keys,
         )
 
     def _grad_hess(self, state, scores, grad, hess):
@@ -347,7 +350,8 @@ _COMMON_DOC = """
     ties : {"random", "score", "input"}, default="random"
         How documents with equal labels are ordered in the target permutation :math:`y`.
         ``"random"``: a fresh consistent permutation at every iteration, drawn from a hash of
-        ``seed`` and the query's current scores (reproducible run to run, thread-safe);
+        ``seed``, the query's labels and its current scores (reproducible run to run,
+        thread-safe, and the same on one machine and on any number of Dask workers);
         ``"score"``: by current score within each label (the most likely consistent
         permutation); ``"input"``: input row order (deterministic).
     seed : int, default=0
