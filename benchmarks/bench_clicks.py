@@ -93,10 +93,19 @@ def display_order(train: RankingData, logging_scores: np.ndarray) -> np.ndarray:
 
 
 def lgb_train(params, X, label, group, rounds, objective, position=None):
+    """LightGBM with ``objective``: a gbrank objective takes the positions bound to it
+    (``with_position``), LightGBM's own ``lambdarank`` reads the Dataset's. The booster keeps
+    its training Dataset as ``train_set_``, whose binding holds a click objective's estimate
+    (``objective.binding(booster.train_set_).propensity_``)."""
     import lightgbm as lgb
 
-    ds = lgb.Dataset(X, label, group=group, position=position, free_raw_data=False)
-    return lgb.train({**params, "objective": objective}, ds, rounds)
+    builtin = isinstance(objective, str)
+    ds = lgb.Dataset(X, label, group=group, position=position if builtin else None, free_raw_data=False)
+    if position is not None and not builtin:
+        objective = gbrank.engines.with_position(objective, position)
+    booster = lgb.train({**params, "objective": objective}, ds, rounds)
+    booster.train_set_ = ds
+    return booster
 
 
 def held_out(group: np.ndarray, every: int = HOLD_OUT):
@@ -121,7 +130,7 @@ def pbm_early_stopped(params, X, clicks, group, position, propensity="estimate",
     fit_obj = gbrank.pbm_listnet(propensity=propensity)
     model = lgb_train(params, X[~rows], clicks[~rows], group[~queries], max_rounds, fit_obj, position=position[~rows])
     estimated = isinstance(propensity, str)
-    scorer = gbrank.pbm_listnet(propensity=fit_obj.propensity_ if estimated else propensity)
+    scorer = gbrank.pbm_listnet(propensity=fit_obj.binding(model.train_set_).propensity_ if estimated else propensity)
     scores, losses = np.zeros(int(rows.sum())), []
     for k in range(model.current_iteration()):
         # a custom objective starts from zero scores: the scores after k + 1 rounds are the sum of the first trees
@@ -205,15 +214,18 @@ def run_one(train, test, *, setting, eta, sessions, rounds, seed, threads, loggi
     fit("pbm-known", ours(gbrank.pbm_listnet(propensity=log.theta), clicks, position))
     estimated_pbm = gbrank.pbm_listnet()
     fit("pbm-estimated", ours(estimated_pbm, clicks, position))
-    extra["propensity"] = {"listnet": estimated.propensity_, "pairwise": estimated_pairwise.propensity_,
-                           "pbm": estimated_pbm.propensity_}
+    extra["propensity"] = {
+        name: obj.binding(models[method].train_set_).propensity_
+        for name, obj, method in (("listnet", estimated, "ips-estimated"), ("pairwise", estimated_pairwise,
+                                  "ips-pairwise-estimated"), ("pbm", estimated_pbm, "pbm-estimated"))
+    }
     extra["rounds"] = {}
     if early_stopping:
         for name, propensity in (("pbm-known-es", log.theta), ("pbm-estimated-es", "estimate")):
             def stopped(propensity=propensity, name=name):
                 model, extra["rounds"][name], obj = pbm_early_stopped(params, X, clicks, group, position, propensity)
                 if name == "pbm-estimated-es":
-                    extra["propensity"]["pbm-es"] = obj.propensity_
+                    extra["propensity"]["pbm-es"] = obj.binding(model.train_set_).propensity_
                 return model
             fit(name, stopped)
     # the engines see every row at its rank in the logging order (rows past the cut-off,
@@ -331,9 +343,9 @@ def propensity_study(datasets, folds, sessions_list, *, eta, rounds, seed, threa
                 X, clicks, position = train.X[order], log.clicks[order].astype(np.float64), log.position[order]
                 estimates = {}
                 for objective, obj in (("listnet", gbrank.ips_listnet()), ("pairwise", pairwise())):
-                    lgb_train(params, X, clicks, train.group, rounds,
-                              lambda preds, _, obj=obj: obj.grad_hess(clicks, preds, train.group, position=position))
-                    estimates[objective] = obj.propensity_
+                    binding = obj.bind(clicks, train.group, position=position)
+                    lgb_train(params, X, clicks, train.group, rounds, lambda preds, _, binding=binding: binding.grad_hess(preds))
+                    estimates[objective] = binding.propensity_
                 truth = log.relevance[order] * sessions
                 ceiling = gbrank.ips_listnet(propensity=None)
                 model = lgb_train(params, X, truth, train.group, rounds,

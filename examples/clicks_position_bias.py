@@ -26,8 +26,14 @@ X, clicks, position = train.X[order], log.clicks[order], log.position[order]
 params = {"learning_rate": 0.1, "num_leaves": 15, "verbose": -1, "num_threads": 1, "seed": 0}
 
 
+datasets = {}
+
+
 def fit(objective, labels, position=None):
-    dataset = lgb.Dataset(X, labels, group=train.group, position=position)
+    # the positions travel with the objective: LightGBM keeps only ids of a Dataset's
+    dataset = datasets[id(objective)] = lgb.Dataset(X, labels, group=train.group)
+    if position is not None:
+        objective = gbrank.engines.with_position(objective, position)
     booster = lgb.train({**params, "objective": objective}, dataset, num_boost_round=60)
     return gbrank.metrics.ndcg(test.y, booster.predict(test.X), test.group, k=10)
 
@@ -42,5 +48,6 @@ results = {
 }
 for name, value in results.items():
     print(f"{name:31s} NDCG@10 = {value:.4f}")
-print("estimated propensity, positions 1-5:", np.round(estimated.propensity_[:5], 2))
+# the estimate belongs to the training set it was made on
+print("estimated propensity, positions 1-5:", np.round(estimated.binding(datasets[id(estimated)]).propensity_[:5], 2))
 print("true propensity,      positions 1-5:", np.round(log.theta[:5], 2))

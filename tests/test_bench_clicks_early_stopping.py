@@ -43,13 +43,14 @@ def test_pbm_early_stopped_refits_for_the_rounds_of_least_held_out_loss(clicks_l
     if propensity == "estimate":
         # the refit re-estimates the propensities at least twice on every query
         assert best > obj.warmup + obj.update_every
-        assert obj.propensity_.shape == log.theta.shape
+        assert obj.binding(model.train_set_).propensity_.shape == log.theta.shape
     # the same choice, recomputed from whole predictions of a fit on the same queries
     queries, rows = bench.held_out(data.group)
     fit_obj = gbrank.pbm_listnet(propensity=theta)
     fitted = bench.lgb_train(params, data.X[~rows], clicks[~rows], data.group[~queries], 40, fit_obj,
                              position=log.position[~rows])
-    scorer = gbrank.pbm_listnet(propensity=fit_obj.propensity_ if propensity == "estimate" else log.theta)
+    scorer = gbrank.pbm_listnet(propensity=fit_obj.binding(fitted.train_set_).propensity_
+                                if propensity == "estimate" else log.theta)
     losses = [scorer.loss(clicks[rows], fitted.predict(data.X[rows], num_iteration=k), data.group[queries],
                           position=log.position[rows]) for k in range(1, 41)]
     least = 16 if propensity == "estimate" else 1

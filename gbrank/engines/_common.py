@@ -178,7 +178,8 @@ def kernel_threads(owner: Any) -> ContextManager[None]:
 
 
 def reads_position(objective: Any) -> bool:
-    """Whether ``objective`` needs the displayed positions of its training set."""
+    """Whether ``objective`` needs the displayed positions of its training set: a gbrank
+    objective's ``reads_position``, another package's ``uses_position``."""
     reads = getattr(objective, "reads_position", None)
     return bool(reads) if reads is not None else uses_position(objective)
 

@@ -91,8 +91,10 @@ class Binding:
         place since counts as changed)."""
         if (statistics or Statistics()) != self.statistics:
             return False
-        return all(same_array(kept, None if a is None else np.asarray(a))
-                   for kept, a in zip(self._given, (labels, sizes, weights, position)))
+        for kept, given in zip(self._given, (labels, sizes, weights, position)):
+            if not same_array(kept, None if given is None else np.asarray(given)):
+                return False
+        return True
 
     def grad_hess(self, scores) -> tuple[np.ndarray, np.ndarray]:
         """Gradient and hessian (float64, one per row) at ``scores``, after the sample weights,
