@@ -232,4 +232,7 @@ def _team() -> tuple[Any, int]:
     if gomp is None:
         return None, 0
     parallel, max_threads = gomp
-    return parallel, int(threads) if threads else int(max_threads())
+    # never more than the OpenMP setting the engine left in this thread (LightGBM sets it to
+    # the num_threads it trains with), also where the objective is not told the count
+    limit = int(max_threads())
+    return parallel, min(int(threads), limit) if threads else limit
