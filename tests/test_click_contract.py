@@ -340,3 +340,14 @@ def test_xgb_cv_folds_take_their_own_err_label_maximum_unless_told():
     whole = gbrank.lambdarank(measure="err", max_label=4, hess_floor=0.0)
     for labels, preds, group, grad in seen:
         np.testing.assert_allclose(grad, whole.grad_hess(labels, preds, group)[0], rtol=1e-12, atol=1e-15)
+
+
+def test_the_row_order_warning_points_at_the_users_line(natural):
+    import warnings
+
+    X, clicks, group, pos, log = natural
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        xgb.train(XGB, xgb.DMatrix(X, clicks, group=group), 1, obj=gbrank.ips_listnet())
+    found = [w for w in caught if "with_position" in str(w.message)]
+    assert found and found[0].filename == __file__, [(w.filename, w.lineno) for w in found]

@@ -23,6 +23,8 @@ order, and gbrank never guesses them:
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import warnings
 import weakref
@@ -154,5 +156,21 @@ def row_order(sizes: np.ndarray, *, asked: bool = False) -> np.ndarray:
     """Positions 1, 2, 3, ... in row order within each query of ``sizes`` rows; warns unless
     ``asked`` (Python's warning filter shows it once per place, by default)."""
     if not asked:
-        warnings.warn(_XGBOOST_ROW_ORDER, UserWarning, stacklevel=2)
+        _warn_at_the_callers_line(_XGBOOST_ROW_ORDER)
     return row_in_query(sizes) + 1
+
+
+# frames between this module and the user's xgb.train(obj=...) line: row_order, the reader,
+# the engine layer's read and gradients, the objective's call, XGBoost 3.2's five, and this one
+_XGBOOST_CALL_DEPTH = 11
+
+
+def _warn_at_the_callers_line(message: str) -> None:
+    """Warn at the user's line: the first frame outside gbrank and the engines (Python 3.12's
+    ``skip_file_prefixes``); before 3.12, where a direct ``xgb.train(obj=...)`` puts it."""
+    if sys.version_info >= (3, 12):
+        folders = tuple(os.path.dirname(module.__file__) for name in ("gbrank", "xgboost", "lightgbm")
+                        if (module := sys.modules.get(name)) is not None and module.__file__)
+        warnings.warn(message, UserWarning, skip_file_prefixes=folders)
+    else:
+        warnings.warn(message, UserWarning, stacklevel=_XGBOOST_CALL_DEPTH)
