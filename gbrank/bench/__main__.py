@@ -57,8 +57,9 @@ methods: <engine>:<objective>, comma-separated; engines lgb, xgb, native.
     factory arguments in parentheses override the defaults, e.g. lgb:listmle_topk(k=3)
     or "lgb:listnet(k=2, target=rank_log)"
   native:ndcgboost: the stump-boosting NDCG_Boost
-  an engine-qualified built-in name is that engine's built-in: xgb:lambdarank is refused as
-    ambiguous (XGBoost's LambdaMART is xgb:rank:ndcg, gbrank's LambdaRank xgb:gbrank_lambdarank)
+  an engine-qualified built-in name is that engine's own built-in; one engine's built-in name
+    under the other engine (lambdarank in XGBoost) is refused as ambiguous: XGBoost's LambdaMART
+    is xgb:rank:ndcg, gbrank's LambdaRank xgb:gbrank_lambdarank
   groups: default ({len(default_method_names())} methods), all ({len(all_method_names())}: every objective in
     both engines), builtins; a group runs on each data set the methods that fit its labels
     (LightGBM's built-ins need integer labels up to {LABEL_TABLE_MAX} with the linear gain, the

@@ -161,10 +161,12 @@ def _duration(seconds: float) -> str:
 
 
 def cost_warning(method: Method, dataset: str, sizes: list[np.ndarray], rounds: int,
-                 budget: float = OBJECTIVE_BUDGET_SECONDS) -> str | None:
+                 budget: float | None = None) -> str | None:
     """One line warning that ``method``'s objective would take more than ``budget`` seconds
-    in one run of ``rounds`` iterations on the largest of the training parts ``sizes``, with
-    the estimate and what to do; None within the budget."""
+    (default :data:`OBJECTIVE_BUDGET_SECONDS`) in one run of ``rounds`` iterations on the
+    largest of the training parts ``sizes``, with the estimate and what to do; None within
+    the budget."""
+    budget = OBJECTIVE_BUDGET_SECONDS if budget is None else budget
     estimates = [(estimate_work(method, part), part) for part in sizes]
     estimates = [(work, part) for work, part in estimates if work is not None]
     if not estimates:
