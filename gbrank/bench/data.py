@@ -214,6 +214,9 @@ def cv_folds(data: RankingData, n_folds: int = 5, *, seed: int = 0) -> list[Fold
 
 
 def _cv_data(name: str, description: str, data: RankingData, n_folds: int, label_column: str | None = None) -> BenchData:
+    if data.n_queries < n_folds:
+        raise ValueError(f"{description}: {data.n_queries} queries cannot be cut into {n_folds} folds: use fewer "
+                         "folds (--folds) or more queries")
     folds = cv_folds(data, n_folds)
     split = f"{n_folds}-fold cross-validation by query"
     split += ", validation on the next fold" if n_folds > 2 else ", no validation part"

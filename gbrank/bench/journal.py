@@ -174,15 +174,22 @@ def read_journal(directory: str | os.PathLike) -> tuple[dict, list[Record]]:
         When the journal is not one: a line other than the last one is not a run's record
         (the message names the line and what to do), or the first is not the settings.
     """
-    path = Path(directory) / JOURNAL
+    settings, records, _ = _read(Path(directory))
+    return settings, records
+
+
+def _read(directory: Path) -> tuple[dict, list[Record], int]:
+    """:func:`read_journal`, and the length in bytes of the journal's readable lines (all but
+    a last line that an interruption cut)."""
+    path = directory / JOURNAL
     if not path.is_file():
         raise FileNotFoundError(f"{directory} holds no {JOURNAL}: it is not the report directory of a benchmark")
     try:
-        lines = path.read_bytes().decode("utf-8").splitlines()
+        lines = path.read_bytes().decode("utf-8").splitlines(keepends=True)
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path}: byte {exc.start} is not UTF-8 text, so this is not a journal the harness "
                          "wrote; run the benchmark anew into another directory (without --resume)") from None
-    documents = []
+    documents, readable = [], 0
     for number, line in enumerate(lines, start=1):
         try:
             document = json.loads(line)
@@ -196,6 +203,7 @@ def read_journal(directory: str | os.PathLike) -> tuple[dict, list[Record]]:
                              + ("the first line must hold the settings: run the benchmark anew into another "
                                 "directory (without --resume)" if number == 1 else _FIX))
         documents.append((number, document))
+        readable += len(line.encode("utf-8"))
     if not documents:
         raise ValueError(f"{path}: no settings line; run the benchmark anew into another directory (without --resume)")
     records = []
@@ -204,7 +212,18 @@ def read_journal(directory: str | os.PathLike) -> tuple[dict, list[Record]]:
         key = {k: run[k] for k in RUN_KEY}
         records.append(Record(run, _frame(document.get("per_query"), key), _frame(document.get("predictions"), key),
                               document.get("tuning")))
-    return documents[0][1]["settings"], records
+    return documents[0][1]["settings"], records, readable
+
+
+def _keep_readable(path: Path, readable: int) -> None:
+    """Cut ``path`` to its first ``readable`` bytes (dropping a last line that an interruption
+    cut), ending it with a newline, so that the next line written starts a line of its own."""
+    with open(path, "rb+") as handle:
+        handle.truncate(readable)
+        if readable:
+            handle.seek(readable - 1)
+            if handle.read(1) != b"\n":
+                handle.write(b"\n")
 
 
 def _cut_partial_line(path: Path) -> None:
@@ -264,9 +283,9 @@ class Journal:
             merged = {**recorded, "datasets": {**recorded.get("datasets", {}), **_plain_json(settings)["datasets"]}}
             if merged != recorded:
                 _replace_first_line(self.directory / JOURNAL, json.dumps({"settings": merged}, default=_plain))
-            for name in (JOURNAL, RUN_LOG):
-                if (self.directory / name).is_file():
-                    _cut_partial_line(self.directory / name)
+            _keep_readable(self.directory / JOURNAL, _read(self.directory)[2])
+            if (self.directory / RUN_LOG).is_file():
+                _cut_partial_line(self.directory / RUN_LOG)
         else:
             self.directory.mkdir(parents=True, exist_ok=True)
             with open(self.directory / JOURNAL, "w") as handle:
