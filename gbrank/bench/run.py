@@ -1,4 +1,13 @@
-"""The benchmark grid: every dataset x fold x seed x method, trained and scored on the test part."""
+"""The benchmark grid: every dataset x fold x seed x method, trained and scored on the test part.
+
+:func:`plan_benchmark` reads the data and the methods and checks every combination before
+anything trains (:mod:`gbrank.bench.checks`): what no run could use is an error, a method
+that cannot take a data set's labels is refused or left out there with one line, and the
+quadratic objectives are warned about when their estimated work exceeds the budget.
+:func:`run_benchmark` trains the plan. A run that fails is recorded with its error, printed
+in one line (its traceback with ``debug=True``, the command line's ``--debug``), and the
+others go on.
+"""
 
 from __future__ import annotations
 
