@@ -46,6 +46,7 @@ __all__ = [
     "LABEL_TABLE_MAX",
     "OBJECTIVE_BUDGET_SECONDS",
     "SECONDS_PER_PAIR",
+    "Problem",
     "Refusal",
     "cost_warning",
     "estimate_work",

@@ -30,6 +30,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .stats import FIGURES, TIMES
@@ -94,6 +95,15 @@ def _is_number(value, *, integer: bool = False, optional: bool = False) -> bool:
     return (isinstance(value, int) and abs(value) < 2**63) or (isinstance(value, float) and math.isfinite(value))
 
 
+def _numbers(values: list) -> bool:
+    """Whether ``values`` are all finite numbers (a column of a run's figures or scores)."""
+    try:
+        array = np.asarray(values)
+    except (ValueError, OverflowError):  # nested lists of unequal lengths
+        return False
+    return array.ndim == 1 and (array.dtype.kind in "iu" or (array.dtype.kind == "f" and bool(np.isfinite(array).all())))
+
+
 def _columns_problem(columns, required: tuple[str, ...]) -> str | None:
     if not isinstance(columns, dict):
         return "its columns are not an object of lists"
@@ -144,7 +154,7 @@ def _run_problem(document) -> str | None:
         problem = _columns_problem(document.get(name), required)
         if problem is not None:
             return f"its {name}: {problem}"
-        if any(not _is_number(v, optional=True) for c in required if c != "qid" for v in document[name][c]):
+        if not all(_numbers(document[name][c]) for c in required if c != "qid"):
             return f"its {name}: a value is not a number"
     tuning = document.get("tuning")
     if tuning is not None and not isinstance(tuning, dict):
@@ -202,17 +212,17 @@ def _read(directory: Path) -> tuple[dict, list[Record], int]:
             raise ValueError(f"{path}: line {number} is not a journal line ({problem}); "
                              + ("the first line must hold the settings: run the benchmark anew into another "
                                 "directory (without --resume)" if number == 1 else _FIX))
-        documents.append((number, document))
+        documents.append(document)
         readable += len(line.encode("utf-8"))
     if not documents:
         raise ValueError(f"{path}: no settings line; run the benchmark anew into another directory (without --resume)")
     records = []
-    for number, document in documents[1:]:
+    for document in documents[1:]:
         run = document["run"]
         key = {k: run[k] for k in RUN_KEY}
         records.append(Record(run, _frame(document.get("per_query"), key), _frame(document.get("predictions"), key),
                               document.get("tuning")))
-    return documents[0][1]["settings"], records, readable
+    return documents[0]["settings"], records, readable
 
 
 def _keep_readable(path: Path, readable: int) -> None:
@@ -227,28 +237,12 @@ def _keep_readable(path: Path, readable: int) -> None:
 
 
 def _cut_partial_line(path: Path) -> None:
-    """Remove a last line that an interruption cut (one without its newline), so that the next
-    line written starts a line of its own."""
-    with open(path, "rb+") as handle:
-        handle.seek(0, os.SEEK_END)
-        size = handle.tell()
-        if size == 0:
-            return
-        handle.seek(size - 1)
-        if handle.read(1) == b"\n":
-            return
-        # read back from the end to the last newline; the cut line is at most one record
-        step, end = 1 << 16, size
-        while end > 0:
-            start = max(0, end - step)
-            handle.seek(start)
-            chunk = handle.read(end - start)
-            newline = chunk.rfind(b"\n")
-            if newline >= 0:
-                handle.truncate(start + newline + 1)
-                return
-            end = start
-        handle.truncate(0)
+    """Remove a last line that an interruption cut (one without its newline) from the run log,
+    so that the next row written starts a line of its own."""
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with open(path, "rb+") as handle:
+            handle.truncate(data.rfind(b"\n") + 1)
 
 
 def _replace_first_line(path: Path, line: str) -> None:
@@ -278,12 +272,14 @@ class Journal:
         self.directory = Path(directory)
         self.finished: dict[tuple, Record] = {}
         if resume:
-            self.finished = {r.key: r for r in resumable(self.directory, settings)}
-            recorded = read_journal(self.directory)[0]
-            merged = {**recorded, "datasets": {**recorded.get("datasets", {}), **_plain_json(settings)["datasets"]}}
+            recorded, records, readable = _read(self.directory)
+            settings = _plain_json(settings)
+            _check_same(recorded, settings, self.directory)
+            self.finished = {r.key: r for r in records}
+            _keep_readable(self.directory / JOURNAL, readable)
+            merged = {**recorded, "datasets": {**recorded.get("datasets", {}), **settings["datasets"]}}
             if merged != recorded:
-                _replace_first_line(self.directory / JOURNAL, json.dumps({"settings": merged}, default=_plain))
-            _keep_readable(self.directory / JOURNAL, _read(self.directory)[2])
+                _replace_first_line(self.directory / JOURNAL, json.dumps({"settings": merged}))
             if (self.directory / RUN_LOG).is_file():
                 _cut_partial_line(self.directory / RUN_LOG)
         else:
