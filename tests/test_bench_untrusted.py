@@ -285,3 +285,12 @@ def test_all_means_the_methods_that_fit_the_labels():
     assert not binary.skipped
     named = plan_benchmark(SYNTHETIC, "lgb:ips_listnet", folds=3, config=CONFIG)
     assert not named.skipped  # named on its own, it runs as its factory allows
+
+
+def test_a_baseline_that_cannot_take_the_labels_is_refused_before_training(tmp_path, capsys):
+    frame = _frame().astype({"label": float})
+    frame["label"] /= 2
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    error = _cli_error(["--data", f"table:{tmp_path / 't.csv'}", "--methods", "lgb:lambdarank,lgb:listmle",
+                        "--baseline", "lgb:lambdarank", *FAST, "--out", str(tmp_path / "r")], capsys)
+    assert "argument --baseline: lgb:lambdarank cannot run on t.csv" in error and not (tmp_path / "r").exists()

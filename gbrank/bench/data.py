@@ -111,12 +111,6 @@ class BenchData:
     _data: RankingData | None = field(default=None, repr=False)
     _content: tuple | None = field(default=None, init=False, repr=False)
 
-    def _parts(self) -> list[RankingData]:
-        """The data that was cut into folds, or else every fold's parts in order."""
-        if self._data is not None:
-            return [self._data]
-        return [part for fold in self.folds() for part in (fold.train, fold.valid, fold.test) if part is not None]
-
     def _summary(self) -> tuple:
         """``(labels, fingerprint, every fold has a validation part, training query sizes)``,
         read in one pass over the folds (a LETOR directory's are read once for all of them)."""
@@ -334,7 +328,7 @@ def _read_table(path: Path, *, allow_pickle: bool = False):
     try:
         frame = readers[suffix](path)
         header = _csv_header(path, "\t" if suffix == ".tsv" else ",") if suffix in (".csv", ".tsv") else None
-    except Exception as exc:  # noqa: BLE001 - every reader failure on untrusted input is one error
+    except Exception as exc:  # any reader failure on untrusted input means the file cannot be read
         raise ValueError(
             f"{path}: cannot read it as a {suffix[1:]} table ({type(exc).__name__}: {_first_line(exc)}); "
             f"check that the file is complete and a {suffix[1:]} file (its suffix chooses the reader), "

@@ -357,6 +357,10 @@ def plan_benchmark(
             warning = cost_warning(method, dataset.name, dataset.training_sizes(), config.rounds)
             if warning is not None:
                 warnings.append(warning)
+    unfit = next((s for s in skipped if s["method"] == baseline), None)
+    if chosen and unfit is not None:
+        raise ValueError(f"argument --baseline: {baseline} cannot run on {unfit['dataset']} ({unfit['reason']}): "
+                         "choose a baseline that runs on every data set")
     return Plan(config=config, folds=folds, datasets=datasets, grid=grid, runnable=runnable,
                 method_info=method_info, gains=gains, skipped=skipped, warnings=warnings, baseline=baseline,
                 chosen=chosen)
