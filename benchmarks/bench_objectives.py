@@ -8,11 +8,11 @@ against the built-ins, all measured in this one run.
     python benchmarks/bench_objectives.py                      # the full-size run
     python benchmarks/bench_objectives.py --queries 1000 --rounds 20 --methods lgb:rank_xendcg,lgb:listmle_topk
 
-``lgb:lambdarank`` is LightGBM's built-in; ``lgb:lambdarank(norm=True)`` (any arguments) is
-gbrank's reproduction with the built-in's defaults. The LambdaLoss rows truncate at 30 like
+``lgb:lambdarank`` is LightGBM's built-in; ``lgb:gbrank_lambdarank(norm=True)`` is gbrank's
+reproduction with the built-in's defaults. The LambdaLoss rows truncate at 30 like
 the built-in, so the ratio compares the same number of pairs. Only those rows:
 
-    python benchmarks/bench_objectives.py --methods "lgb:lambdarank,lgb:lambdarank(norm=True),\
+    python benchmarks/bench_objectives.py --methods "lgb:lambdarank,lgb:gbrank_lambdarank(norm=True),\
 lgb:lambdaloss(truncation=30),lgb:lambdaloss(weighting=ndcg_loss2, truncation=30),\
 lgb:lambdaloss(weighting=ndcg_loss1, truncation=30)"
 
@@ -56,7 +56,7 @@ from gbrank.datasets import make_ranking
 DEFAULT_METHODS = (
     "lgb:rank_xendcg,lgb:lambdarank,lgb:listmle_topk,lgb:listmle,lgb:wlistmle,"
     "lgb:ranknet(truncation=30),lgb:wranknet(truncation=30),lgb:listnet,lgb:cosine,lgb:ndcg_boost,"
-    "lgb:lambdarank(norm=True),lgb:lambdaloss(truncation=30),lgb:lambdaloss(weighting=ndcg_loss2, truncation=30),"
+    "lgb:gbrank_lambdarank(norm=True),lgb:lambdaloss(truncation=30),lgb:lambdaloss(weighting=ndcg_loss2, truncation=30),"
     "lgb:lambdaloss(weighting=ndcg_loss1, truncation=30),"
     "xgb:rank:ndcg,xgb:listmle_topk"
 )

@@ -52,7 +52,10 @@ def test_every_method_help_names_is_listed(capsys):
 def test_every_listed_method_runs():
     data = make_ranking(n_queries=16, docs_per_query=6, n_features=3, seed=1)
     config = BenchConfig(rounds=2, early_stopping=0, seeds=(0,), params=TreeParams(min_data_in_leaf=3))
-    results = run_benchmark(data, "all", folds=2, config=config, progress="off")
+    # "all" leaves the click objectives out of graded labels; named, they run on them
+    clicks = [m.name for m in parse_methods("all") if m.family == "clicks"]
+    results = run_benchmark(data, ["all", *clicks], folds=2, config=config, progress="off")
+    assert clicks and not results.skipped
     assert {r["method"] for r in results.runs} == set(all_method_names())
     failed = [(r["method"], r["error"]) for r in results.runs if r["status"] != "ok"]
     assert not failed
@@ -351,14 +354,29 @@ def test_an_interrupted_run_leaves_no_empty_report_directory(tmp_path, monkeypat
     assert not (tmp_path / "report").exists()
 
 
-def test_a_bare_built_in_name_is_the_built_in_and_arguments_name_gbrank():
+def test_an_engine_qualified_built_in_name_is_the_engines_built_in_or_refused():
+    """#31: ``xgb:lambdarank`` ran gbrank's LambdaRank without a word; an engine-qualified
+    built-in name now means that engine's built-in, or is refused naming both spellings."""
     from gbrank.bench.methods import parse_method
 
     bare = parse_method("lgb:lambdarank")
     assert bare.builtin and bare.build() == "lambdarank"
-    ours = parse_method("lgb:lambdarank(measure=map)")
-    assert not ours.builtin and repr(ours.build()).startswith("lambdarank(measure='map'")
-    assert not parse_method("xgb:lambdarank").builtin  # XGBoost has no built-in of that name
+    with pytest.raises(ValueError, match=re.escape("'xgb:lambdarank' is ambiguous")) as info:
+        parse_method("xgb:lambdarank")
+    assert "xgb:gbrank_lambdarank" in str(info.value) and "xgb:rank:ndcg" in str(info.value)
+    with pytest.raises(ValueError, match=re.escape("write xgb:gbrank_lambdarank(measure=map)")):
+        parse_method("xgb:lambdarank(measure=map)")
+    with pytest.raises(ValueError, match=re.escape("built-in objectives take no arguments here; gbrank's lambdarank "
+                                                   "is lgb:gbrank_lambdarank(measure=map)")):
+        parse_method("lgb:lambdarank(measure=map)")
+
+
+def test_an_ambiguous_method_is_a_one_line_cli_error(capsys, no_training):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["--data", TINY, "--methods", "xgb:lambdarank"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --methods: method 'xgb:lambdarank' is ambiguous" in err and "Traceback" not in err
 
 
 def test_gbrank_lambdarank_has_one_name_in_every_engine(capsys):
@@ -368,10 +386,7 @@ def test_gbrank_lambdarank_has_one_name_in_every_engine(capsys):
         method = parse_method(f"{engine}:gbrank_lambdarank")
         assert method.name == f"{engine}:gbrank_lambdarank" and not method.builtin
         assert repr(method.build()) == repr(gbrank.lambdarank())
-    # the old spellings still work and are named the unambiguous way
-    assert parse_method("lgb:lambdarank(k=10)").name == "lgb:gbrank_lambdarank(k=10)"
-    assert parse_method("xgb:lambdarank").name == "xgb:gbrank_lambdarank"
-    assert parse_method("lgb:gbrank_lambdarank(k=10)") == parse_method("lgb:lambdarank(k=10)")
+    assert parse_method("lgb:gbrank_lambdarank(k=10)").name == "lgb:gbrank_lambdarank(k=10)"
     lines = [line for line in _full_list(capsys) if "gbrank_lambdarank" in line or "lgb:lambdarank" in line]
     assert [line.split()[0] for line in lines] == ["lgb:lambdarank", "lgb:gbrank_lambdarank", "xgb:gbrank_lambdarank"]
     assert "built-in" in lines[0] and "built-in" not in lines[1]

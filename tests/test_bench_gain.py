@@ -78,39 +78,87 @@ def test_ratings_0_to_100_give_a_full_report_with_the_linear_gain(tmp_path, caps
 
 
 def test_fractional_labels_give_a_full_report_and_name_what_cannot_run(tmp_path, capsys):
+    """#31: LightGBM's built-ins on fractional labels printed a traceback per fold; they are
+    refused before training, one line each naming the method, the data set, the reason and the fix."""
     status, out = _run(tmp_path, grades)
     assert status == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    refusals = [line for line in err.splitlines() if line.startswith("gbrank.bench: refused: ")]
+    assert [line.split()[2] for line in refusals] == ["lgb:lambdarank", "lgb:rank_xendcg"]
+    for line in refusals:
+        assert " on t: " in line and "fractional labels" in line and "run a gbrank objective or xgb:rank:ndcg" in line
     runs = pd.read_csv(out / "runs.csv")
-    failed = runs[runs["status"] != "ok"]
-    assert set(failed["method"]) == {"lgb:lambdarank", "lgb:rank_xendcg"}
-    assert failed["error"].str.contains("needs integer labels .* these labels are fractional", regex=True).all()
+    assert (runs["status"] == "ok").all() and set(runs["method"]) == set(METHODS) - {"lgb:lambdarank", "lgb:rank_xendcg"}
     text = (out / "report.md").read_text()
     assert "t: NDCG gain l (the label) (auto: fractional labels)" in text
+    assert "- lgb:lambdarank on t: refused: LightGBM's built-in lambdarank indexes its gain table" in text
     # the default baseline could not run: the first method that ran on every data set is compared with
     assert "against the baseline **xgb:rank:ndcg**" in text and "| xgb:rank:ndcg (baseline) |" in text
-    assert "gbrank.bench: the baseline is xgb:rank:ndcg: lgb:lambdarank did not run" in capsys.readouterr().err
+    assert "gbrank.bench: the baseline is xgb:rank:ndcg: lgb:lambdarank did not run" in err
     assert len(pd.read_csv(out / "significance.csv")) == len(METHODS) - 3
+    assert json.loads((out / "results.json").read_text())["skipped"][0]["named"] is True
     _recomputed_ndcg10(out, "linear")
 
 
-def test_the_exp2_gain_on_ratings_fails_each_run_clearly_and_still_reports(tmp_path):
-    status, out = _run(tmp_path, ratings, "--gain", "exp2")
-    assert status == 1
-    runs = pd.read_csv(out / "runs.csv")
-    assert (runs["status"] == "failed").all()
-    text = (out / "report.md").read_text()
-    assert "- Gain (`--gain exp2`): t: NDCG gain 2^l-1 (--gain exp2)" in text
-    assert "## Not run" in text and "no comparison with a baseline" in text
+def test_a_group_leaves_out_the_methods_that_do_not_fit_the_labels(tmp_path, capsys):
+    _table(tmp_path / "data.csv", grades)
+    out = tmp_path / "report"
+    status = main(["--data", f"t=table:{tmp_path / 'data.csv'}", "--methods", "builtins", "--folds", "3",
+                   "--rounds", "2", "--min-data-in-leaf", "3", "--out", str(out)])
+    assert status == 0
+    assert "lgb:lambdarank (from builtins) is left out on t: " in capsys.readouterr().err
+    assert set(pd.read_csv(out / "runs.csv")["method"]) == {"xgb:rank:ndcg", "xgb:rank:pairwise"}
 
 
-def test_write_report_with_only_failed_runs(tmp_path):
-    """No KeyError: 'dataset' when nothing ran."""
+def test_the_exp2_gain_on_ratings_is_refused_before_training(tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        _run(tmp_path, ratings, "--gain", "exp2")
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--gain exp2 (2^l-1) needs integer labels 0..31, and the label column 'label' of t holds labels up to " in err
+    assert "use --gain linear" in err and not (tmp_path / "report").exists()
+
+
+def test_write_report_with_only_failed_runs(tmp_path, monkeypatch, capsys):
+    """No KeyError: 'dataset' when nothing ran; a failure is one line without --debug."""
+    from gbrank.bench import run as run_module
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the engine broke")
+
+    monkeypatch.setattr(run_module, "fit_method", broken)
     data = gbrank.datasets.make_ranking(n_queries=9, docs_per_query=4, n_features=2, seed=0)
-    data.y[:] = np.where(data.y > 0, 40.0, 0.0)
-    results = run_benchmark(data, "lgb:lambdarank", folds=3, config=BenchConfig(rounds=2, gain="exp2"), progress="off")
+    results = run_benchmark(data, "lgb:lambdarank", folds=3, config=BenchConfig(rounds=2), progress="off")
     assert [r["status"] for r in results.runs] == ["failed"] * 3
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.count("RuntimeError: the engine broke (--debug shows the traceback)") == 3
     text = write_report(results, tmp_path / "r").read_text()
     assert "lgb:lambdarank on data fold1 seed 0: failed" in text
+    run_benchmark(data, "lgb:lambdarank", folds=3, config=BenchConfig(rounds=2), progress="off", debug=True)
+    assert capsys.readouterr().err.count("Traceback") == 3
+
+
+def test_labels_above_the_gain_table_bound_are_refused_for_lightgbm_built_ins(tmp_path, capsys):
+    """#31: one label of 1e9 made the harness build a 1e9-entry label_gain (killed by the OOM
+    killer); it is refused in one line before training, naming the column and the fix."""
+    from gbrank.bench.checks import LABEL_TABLE_MAX
+
+    frame = _table(tmp_path / "data.csv", ratings)
+    frame.loc[5, "label"] = 1e9
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    out = tmp_path / "report"
+    status = main(["--data", f"t=table:{tmp_path / 'data.csv'}", "--methods", "lgb:lambdarank,xgb:rank:ndcg",
+                   "--folds", "3", "--rounds", "2", "--min-data-in-leaf", "3", "--out", str(out)])
+    assert status == 1
+    err = capsys.readouterr().err
+    assert (f"refused: lgb:lambdarank on t: LightGBM's built-in lambdarank indexes its gain table (label_gain) by "
+            f"the label, and the label column 'label' goes up to 1e+09, above {LABEL_TABLE_MAX}") in err
+    assert "--gain linear" in err and "Traceback" not in err
+    assert set(pd.read_csv(out / "runs.csv")["method"]) == {"xgb:rank:ndcg"}
+    with pytest.raises(ValueError, match="above"):
+        LabelGain.of("auto", np.array([0.0, 1e9])).lightgbm("lambdarank")
 
 
 def test_auto_is_the_ranker_label_policy():

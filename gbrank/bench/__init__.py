@@ -18,8 +18,9 @@ From Python::
     write_report(results, "gbrank-report")
 
 Modules: :mod:`~gbrank.bench.methods` (method names), :mod:`~gbrank.bench.data` (dataset
-specs and folds), :mod:`~gbrank.bench.train` (one training run), :mod:`~gbrank.bench.run`
-(the grid), :mod:`~gbrank.bench.tune` (``--tune``), :mod:`~gbrank.bench.journal` (runs written as they
+specs and folds), :mod:`~gbrank.bench.checks` (the labels each method takes and the work it
+would do, checked before training), :mod:`~gbrank.bench.train` (one training run),
+:mod:`~gbrank.bench.run` (the grid), :mod:`~gbrank.bench.tune` (``--tune``), :mod:`~gbrank.bench.journal` (runs written as they
 finish, for ``--resume``), :mod:`~gbrank.bench.evaluate` (metric conventions and gains), :mod:`~gbrank.bench.stats`
 (summaries and tests), :mod:`~gbrank.bench.report` and :mod:`~gbrank.bench.plots`.
 """
@@ -28,7 +29,7 @@ from .data import BenchData, Fold, from_folds, from_table, parse_data
 from .evaluate import CONVENTIONS, per_query_metrics
 from .methods import Method, all_method_names, default_method_names, parse_methods
 from .report import new_report_dir, write_report
-from .run import BenchConfig, Results, run_benchmark
+from .run import BenchConfig, Plan, Results, plan_benchmark, run_benchmark
 from .stats import significance, summary
 from .train import TreeParams
 
@@ -38,6 +39,7 @@ __all__ = [
     "BenchData",
     "Fold",
     "Method",
+    "Plan",
     "Results",
     "TreeParams",
     "all_method_names",
@@ -48,6 +50,7 @@ __all__ = [
     "parse_data",
     "parse_methods",
     "per_query_metrics",
+    "plan_benchmark",
     "run_benchmark",
     "significance",
     "summary",

@@ -20,13 +20,14 @@ from .evaluate import CONVENTIONS, GAINS
 from .methods import all_method_names, default_method_names, describe, group_names, method_objective, parse_methods
 from .journal import JOURNAL, RUN_LOG, read_journal, resumable
 from .report import new_report_dir, partial_note, write_report
+from .checks import LABEL_TABLE_MAX, OBJECTIVE_BUDGET_SECONDS
 from .run import (
     DEFAULT_BASELINE,
     DEFAULT_FOLDS,
     DEFAULT_SEEDS,
     PROGRESS_MODES,
     BenchConfig,
-    journal_settings,
+    plan_benchmark,
     run_benchmark,
 )
 from .train import TreeParams
@@ -56,13 +57,22 @@ methods: <engine>:<objective>, comma-separated; engines lgb, xgb, native.
     factory arguments in parentheses override the defaults, e.g. lgb:listmle_topk(k=3)
     or "lgb:listnet(k=2, target=rank_log)"
   native:ndcgboost: the stump-boosting NDCG_Boost
+  an engine-qualified built-in name is that engine's own built-in; one engine's built-in name
+    under the other engine (lambdarank in XGBoost) is refused as ambiguous: XGBoost's LambdaMART
+    is xgb:rank:ndcg, gbrank's LambdaRank xgb:gbrank_lambdarank
   groups: default ({len(default_method_names())} methods), all ({len(all_method_names())}: every objective in
-    both engines), builtins; --list-methods shows each with its family
+    both engines), builtins; a group runs on each data set the methods that fit its labels
+    (LightGBM's built-ins need integer labels up to {LABEL_TABLE_MAX} with the linear gain, the
+    click objectives 0/1 labels); a method named on its own that does not fit is refused there,
+    in one line, and the others run; --list-methods shows each with its family
+  cost: a quadratic objective (RankNet, W-RankNet, LambdaLoss, NDCG_Boost) whose estimated
+    objective time in one run exceeds {OBJECTIVE_BUDGET_SECONDS:g} s on the longest queries is warned
+    about before training, with the estimate and a truncation that caps it
 
 data: synthetic[:queries=N,docs=N,features=N,seed=N,...] (default: synthetic:{_SYNTHETIC_DEFAULT}),
   letor:DIR (its Fold1..FoldN, or DIR itself as one train/vali/test split), letor:FILE,
-  table:FILE (.parquet/.csv/... with qid and label columns), or a bare path; NAME=SPEC names
-  it in the report.
+  table:FILE (.parquet/.feather/.csv/.tsv, compressed or not, with qid and label columns;
+  .pkl only with --allow-pickle), or a bare path; NAME=SPEC names it in the report.
 
 examples:
   python -m gbrank.bench
@@ -104,6 +114,13 @@ def _seeds(text: str) -> tuple[int, ...]:
     if len(set(seeds)) != len(seeds):
         raise argparse.ArgumentTypeError(f"seeds must be distinct, got {text!r}")
     return seeds
+
+
+def _names(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected comma-separated column names, got {text!r}")
+    return names
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -172,11 +189,20 @@ def build_parser() -> argparse.ArgumentParser:
     tables = parser.add_argument_group("tables")
     tables.add_argument("--qid-col", default="qid", metavar="NAME", help="query-id column (default: qid)")
     tables.add_argument("--label-col", default="label", metavar="NAME", help="label column (default: label)")
+    tables.add_argument("--features", type=_names, metavar="LIST",
+                        help="comma-separated feature columns (default: every column but the query id and the label)")
+    tables.add_argument("--drop", type=_names, metavar="LIST",
+                        help="comma-separated columns that are not features (ids, URLs, notes)")
+    tables.add_argument("--allow-pickle", action="store_true",
+                        help="read .pkl/.pickle tables; UNSAFE: reading a pickle runs any code its author put "
+                        "in it, so give this only for files you made yourself (default: refused)")
     parser.add_argument("--progress", choices=PROGRESS_MODES, default="auto",
                         help="bar: a progress bar; lines: one line per finished run on stderr; auto: "
                         "the bar on a terminal, lines otherwise (default: auto)")
     parser.add_argument("--list-methods", action="store_true",
                         help="list every method and whether it can run here, then exit")
+    parser.add_argument("--debug", action="store_true",
+                        help="print the traceback of a failed run (default: its error in one line)")
     return parser
 
 
@@ -287,12 +313,21 @@ def main(argv=None) -> int:
         if baseline not in [m.name for m in methods]:
             parser.error(f"argument --baseline: {baseline} is not among --methods")
 
+    if args.qid_col == args.label_col:
+        parser.error(f"argument --label-col: the query-id and label columns must differ, both are {args.qid_col!r}")
+    if args.features and args.drop:
+        parser.error("argument --drop: give the feature columns (--features) or the columns to leave out "
+                     "(--drop), not both")
     datasets = []
     for spec in args.data or ["synthetic"]:
         try:
-            datasets.append(parse_data(spec, folds=args.folds, qid_col=args.qid_col, label_col=args.label_col))
+            datasets.append(parse_data(spec, folds=args.folds, qid_col=args.qid_col, label_col=args.label_col,
+                                       features=args.features, drop=args.drop, allow_pickle=args.allow_pickle))
         except (ValueError, FileNotFoundError, OSError) as exc:
             parser.error(f"argument --data: {exc}{_data_hint(spec)}")
+    if (args.features or args.drop) and all(d.label_column is None for d in datasets):
+        parser.error(f"argument {'--features' if args.features else '--drop'}: it chooses the columns of a table "
+                     "(table:FILE), and no --data is one")
     names = [d.name for d in datasets]
     if len(set(names)) != len(names):
         parser.error(f"argument --data: dataset names must be unique, got {names}; name them with NAME=SPEC")
@@ -314,6 +349,11 @@ def main(argv=None) -> int:
         tune_seconds=args.tune_seconds,
         gain=args.gain,
     )
+    # every combination of data, methods and options is checked here, before anything trains
+    try:
+        plan = plan_benchmark(datasets, methods, folds=args.folds, config=config, baseline=baseline)
+    except (ValueError, ImportError) as exc:
+        parser.error(str(exc))
 
     # before any training: a report that cannot be written would lose every run
     if args.resume is not None:
@@ -321,7 +361,7 @@ def main(argv=None) -> int:
         if args.out is not None and Path(args.out).resolve() != out.resolve():
             parser.error("argument --out: --resume writes the report into the directory it resumes; drop --out")
         try:
-            resumable(out, journal_settings(config, args.folds, datasets))
+            resumable(out, plan.settings())
         except (ValueError, OSError) as exc:
             parser.error(f"argument --resume: {exc}")
         created = False
@@ -333,8 +373,8 @@ def main(argv=None) -> int:
             parser.error(f"argument --out: {problem}")
 
     try:
-        results = run_benchmark(datasets, methods, folds=args.folds, config=config, baseline=baseline,
-                                progress=args.progress, journal=out, resume=args.resume is not None)
+        results = run_benchmark(plan, progress=args.progress, journal=out, resume=args.resume is not None,
+                                debug=args.debug)
     except BaseException:
         # an interrupted run leaves no empty report directory behind
         if created and out.is_dir() and not _has_runs(out):
@@ -348,12 +388,16 @@ def main(argv=None) -> int:
     failed = [r for r in results.runs if r["status"] != "ok"]
     if failed:
         print(f"{len(failed)} run(s) failed; see the 'Not run' section of the report.")
+    refused = [s for s in results.skipped if s["named"]]
+    if refused:
+        print(f"{len(refused)} method(s) refused on a data set whose labels they cannot take; see the 'Not run' "
+              "section of the report.")
     if results.partial:
         print(_plain(partial_note(results, out)))
     print(f"Report: {report.resolve()}")
     if results.partial:
         return INTERRUPTED
-    return 1 if failed else 0
+    return 1 if failed or refused else 0
 
 
 def _has_runs(out: Path) -> bool:

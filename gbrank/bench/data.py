@@ -14,9 +14,12 @@ Specs (``--data``)
 ``letor:FILE``
     One LETOR/SVMlight file, cross-validated by query.
 ``table:FILE``
-    A pandas-readable table (``.parquet``, ``.feather``, ``.csv``, ``.tsv``, ``.pkl``) with a
+    A table (``.parquet``, ``.feather``, ``.csv``, ``.tsv``, compressed or not) with a
     query-id column and a label column (``qid`` and ``label`` by default); every other
-    column is a feature. Cross-validated by query.
+    column is a feature, unless ``features=`` names the features or ``drop=`` the columns to
+    leave out. Cross-validated by query. A pickle (``.pkl``) runs code of its author's
+    choosing when it is read, so it is read only with ``allow_pickle=True``
+    (``--allow-pickle``), for files you made yourself.
 
 A bare path is read by its kind: a directory as ``letor:DIR``, a table suffix as
 ``table:FILE``, anything else as ``letor:FILE``. ``NAME=SPEC`` names the dataset in the
@@ -28,10 +31,18 @@ Queries are shuffled once (seed 0, independent of the training seeds) and cut in
 parts. Fold ``i`` tests on part ``i``, validates on part ``i + 1`` (mod ``k``) and trains on
 the other ``k - 2``, as LETOR's folds rotate their five subsets. With ``k = 2`` there is no
 validation part.
+
+Fingerprint
+-----------
+:meth:`BenchData.fingerprint` sums up a data set's content (rows, queries, labels and a hash
+of every feature, label and query id as read), so that ``--resume`` can tell whether the data
+behind a name is still the data its runs used.
 """
 
 from __future__ import annotations
 
+import difflib
+import hashlib
 import operator
 import re
 from dataclasses import dataclass, field
@@ -59,6 +70,10 @@ __all__ = [
 DEFAULT_SYNTHETIC = {"n_queries": 500, "docs_per_query": 40, "n_features": 46, "seed": 0}
 _SYNTHETIC_ALIASES = {"queries": "n_queries", "docs": "docs_per_query", "features": "n_features"}
 _TABLE_SUFFIXES = (".parquet", ".pq", ".feather", ".csv", ".tsv", ".pkl", ".pickle")
+_PICKLE_SUFFIXES = (".pkl", ".pickle")
+_COMPRESSIONS = (".gz", ".bz2", ".xz", ".zip", ".zst")
+#: pandas' name for the n-th repeat of a column name ``label`` in a CSV header: ``label.n``.
+_RENAMED = re.compile(r"^(.*)\.([1-9][0-9]*)$")
 _NAME = re.compile(r"^([A-Za-z0-9_.\-]+)=(.+)$")
 
 
@@ -84,21 +99,60 @@ class BenchData:
     description : str
         Where the data comes from and how it is split.
     n_folds : int
+    label_column : str or None
+        The label column of a table, for messages about its labels.
     """
 
     name: str
     description: str
     n_folds: int
     _load: Callable[[int], Fold] = field(repr=False)
-    _labels: Callable[[], np.ndarray] | None = field(default=None, repr=False)
+    label_column: str | None = None
+    _data: RankingData | None = field(default=None, repr=False)
+    _content: tuple | None = field(default=None, init=False, repr=False)
+
+    def _summary(self) -> tuple:
+        """``(labels, fingerprint, every fold has a validation part, training query sizes)``,
+        read in one pass over the folds (a LETOR directory's are read once for all of them)."""
+        if self._content is None:
+            folds = list(self.folds())
+            parts = [self._data] if self._data is not None else [
+                part for fold in folds for part in (fold.train, fold.valid, fold.test) if part is not None]
+            labels = np.concatenate([p.y for p in parts])
+            digest = hashlib.sha256()
+            for part in parts:
+                for array in (part.X, part.y, part.qid):
+                    digest.update(np.ascontiguousarray(array).tobytes())
+            fingerprint = {
+                "rows": int(sum(len(p) for p in parts)),
+                "queries": int(sum(p.n_queries for p in parts)),
+                "features": int(parts[0].n_features),
+                "labels": _label_summary(labels),
+                "sha256": digest.hexdigest(),
+            }
+            validation = all(f.valid is not None for f in folds)
+            self._content = (labels, fingerprint, validation, [f.train.group for f in folds])
+        return self._content
 
     def labels(self) -> np.ndarray:
         """Every label of the data set as given (the gain policy reads them): the data that
         was cut into folds, or else the union of every fold's parts."""
-        if self._labels is not None:
-            return self._labels()
-        parts = [part.y for fold in self.folds() for part in (fold.train, fold.valid, fold.test) if part is not None]
-        return np.concatenate(parts)
+        return self._summary()[0]
+
+    def fingerprint(self) -> dict:
+        """The content's summary a journal records: ``rows``, ``queries``, ``features``,
+        ``labels`` (how many, their range and distinct values) and ``sha256``, a hash of the
+        features, labels and query ids as read."""
+        return dict(self._summary()[1])
+
+    def has_validation(self) -> bool:
+        """Whether every fold has a validation part (tuning and early stopping need one)."""
+        return self._summary()[2]
+
+    def training_sizes(self) -> list[np.ndarray]:
+        """The query sizes of each fold's training part (the work of a method per iteration
+        grows with them)."""
+        return self._summary()[3]
 
     def fold(self, i: int) -> Fold:
         """Fold ``i`` (0-based)."""
@@ -109,6 +163,14 @@ class BenchData:
     def folds(self) -> Iterator[Fold]:
         for i in range(self.n_folds):
             yield self.fold(i)
+
+
+def _label_summary(labels: np.ndarray) -> dict:
+    distinct = np.unique(labels)
+    return {"count": int(labels.size), "distinct": int(distinct.size),
+            "min": float(distinct[0]) if distinct.size else None,
+            "max": float(distinct[-1]) if distinct.size else None,
+            "sum": float(labels.sum())}
 
 
 def _check_folds(n_folds) -> int:
@@ -145,7 +207,10 @@ def cv_folds(data: RankingData, n_folds: int = 5, *, seed: int = 0) -> list[Fold
     return folds
 
 
-def _cv_data(name: str, description: str, data: RankingData, n_folds: int) -> BenchData:
+def _cv_data(name: str, description: str, data: RankingData, n_folds: int, label_column: str | None = None) -> BenchData:
+    if data.n_queries < n_folds:
+        raise ValueError(f"{description}: {data.n_queries} queries cannot be cut into {n_folds} folds: use fewer "
+                         "folds (--folds) or more queries")
     folds = cv_folds(data, n_folds)
     split = f"{n_folds}-fold cross-validation by query"
     split += ", validation on the next fold" if n_folds > 2 else ", no validation part"
@@ -154,8 +219,9 @@ def _cv_data(name: str, description: str, data: RankingData, n_folds: int) -> Be
         description=f"{description}; {data.n_queries} queries, {len(data)} documents, "
         f"{data.n_features} features; {split}",
         n_folds=n_folds,
+        label_column=label_column,
         _load=folds.__getitem__,
-        _labels=lambda: data.y,
+        _data=data,
     )
 
 
@@ -228,47 +294,146 @@ def _letor_dir(name: str | None, root: Path, n_folds: int) -> BenchData:
     )
 
 
-def _read_table(path: Path):
+def _table_format(path: Path) -> str:
+    """The table suffix of ``path`` (``.csv`` for ``x.csv.gz``), or ``""``."""
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] in _COMPRESSIONS:
+        suffixes = suffixes[:-1]
+    return suffixes[-1] if suffixes else ""
+
+
+def _read_table(path: Path, *, allow_pickle: bool = False):
+    """The DataFrame in ``path``, read by its suffix.
+
+    Any failure of the reader (a truncated, damaged or empty file, another format under the
+    suffix) is a ValueError that names the file: a table given on the command line is
+    untrusted input, and whatever a reader raises on it means that it cannot be read.
+    """
     import pandas as pd
 
-    suffixes = [s.lower() for s in path.suffixes]
-    if suffixes and suffixes[-1] in (".gz", ".bz2", ".xz", ".zip", ".zst"):
-        suffixes = suffixes[:-1]
-    suffix = suffixes[-1] if suffixes else ""
-    if suffix in (".parquet", ".pq"):
-        return pd.read_parquet(path)
-    if suffix == ".feather":
-        return pd.read_feather(path)
-    if suffix in (".pkl", ".pickle"):
-        return pd.read_pickle(path)
-    if suffix == ".tsv":
-        return pd.read_csv(path, sep="\t")
-    if suffix == ".csv":
-        return pd.read_csv(path)
-    raise ValueError(f"{path}: unknown table format; use one of {', '.join(_TABLE_SUFFIXES)}")
+    suffix = _table_format(path)
+    if suffix in _PICKLE_SUFFIXES and not allow_pickle:
+        raise ValueError(
+            f"{path}: a pickle can run any code when it is read, so it is read only with --allow-pickle "
+            "(allow_pickle=True): give it only for a file you made yourself, or save the table as "
+            ".parquet or .csv instead"
+        )
+    readers = {
+        ".parquet": pd.read_parquet, ".pq": pd.read_parquet, ".feather": pd.read_feather,
+        ".pkl": pd.read_pickle, ".pickle": pd.read_pickle,
+        ".csv": pd.read_csv, ".tsv": lambda p: pd.read_csv(p, sep="\t"),
+    }
+    if suffix not in readers:
+        raise ValueError(f"{path}: unknown table format; use one of {', '.join(_TABLE_SUFFIXES)}")
+    try:
+        frame = readers[suffix](path)
+        header = _csv_header(path, "\t" if suffix == ".tsv" else ",") if suffix in (".csv", ".tsv") else None
+    except Exception as exc:  # any reader failure on untrusted input means the file cannot be read
+        raise ValueError(
+            f"{path}: cannot read it as a {suffix[1:]} table ({type(exc).__name__}: {_first_line(exc)}); "
+            f"check that the file is complete and a {suffix[1:]} file (its suffix chooses the reader), "
+            "and write it again if it was cut"
+        ) from None
+    if not isinstance(frame, pd.DataFrame):
+        raise ValueError(f"{path}: holds a {type(frame).__name__}, not a table (a pandas DataFrame)")
+    if header is not None:
+        repeated = sorted({name for name in header if header.count(name) > 1})
+        if repeated:
+            raise ValueError(
+                f"{path}: the header names {', '.join(map(repr, repeated))} more than once (pandas would read "
+                "the repeats as other columns, such as 'label.1'): rename or remove the repeated columns"
+            )
+    return frame
 
 
-def from_table(frame, *, qid_col: str = "qid", label_col: str = "label", source: str = "table") -> RankingData:
+def _csv_header(path: Path, sep: str) -> list[str]:
+    """The column names of a CSV file as written, before pandas renames repeated ones."""
+    import pandas as pd
+
+    first = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False)
+    return [str(name) for name in first.iloc[0].tolist()] if len(first) else []
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:200] if text else "no message"
+
+
+def _columns_named(source: str, option: str, names, columns: list) -> list:
+    """``names`` checked against the table's ``columns`` (the error suggests the closest)."""
+    shown = [str(c) for c in columns]
+    missing = [n for n in names if n not in columns]
+    if missing:
+        close = difflib.get_close_matches(str(missing[0]), shown, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"{source}: {option} names no column {missing[0]!r}{hint}; columns are {shown[:20]}")
+    return list(names)
+
+
+def _renamed_keys(frame, keys: tuple[str, str], kept: list) -> list[str]:
+    """Columns that look like a repeat of a key column renamed by pandas (``label.1``)."""
+    out = []
+    for column in kept:
+        match = _RENAMED.match(str(column))
+        if match and match.group(1) in keys and match.group(1) in frame.columns:
+            out.append(str(column))
+    return out
+
+
+def from_table(frame, *, qid_col: str = "qid", label_col: str = "label", source: str = "table",
+               features=None, drop=None) -> RankingData:
     """`RankingData` from a DataFrame: a query-id column, a label column, numeric features.
 
     Rows are grouped by query id (a stable sort keeps each query's row order); ids that are
     not integers are numbered in order of first appearance. A row without a query id is
     refused (the error names the rows), as :class:`gbrank.Ranker` refuses it.
+
+    ``features`` names the feature columns; otherwise every column but the query id, the
+    label and those in ``drop`` is one. Column names must be unique, and a column that looks
+    like a repeat of the query-id or label column renamed by pandas (``label.1``, from a CSV
+    header naming ``label`` twice) is refused unless ``features`` names it: it would teach
+    the model the answer. Labels must be finite and >= 0.
     """
     import pandas as pd
 
-    missing = [c for c in (qid_col, label_col) if c not in frame.columns]
+    if qid_col == label_col:
+        raise ValueError(f"{source}: the query-id and label columns must differ, both are {qid_col!r}")
+    columns = list(frame.columns)
+    repeated = sorted({str(c) for c in frame.columns[frame.columns.duplicated()]})
+    if repeated:
+        raise ValueError(f"{source}: the columns {', '.join(map(repr, repeated))} appear more than once: "
+                         "rename or remove the repeats")
+    missing = [c for c in (qid_col, label_col) if c not in columns]
     if missing:
         raise ValueError(
             f"{source}: no column {', '.join(map(repr, missing))}; columns are "
-            f"{list(map(str, frame.columns))[:20]} (choose with --qid-col / --label-col)"
+            f"{list(map(str, columns))[:20]} (choose with --qid-col / --label-col)"
         )
-    features = [c for c in frame.columns if c not in (qid_col, label_col)]
+    if features is not None and drop:
+        raise ValueError(f"{source}: give the features to keep or the columns to drop, not both")
+    if features is not None:
+        features = _columns_named(source, "--features", features, columns)
+        keys = [c for c in features if c in (qid_col, label_col)]
+        if keys:
+            raise ValueError(f"{source}: --features names the {'query-id' if keys[0] == qid_col else 'label'} "
+                             f"column {keys[0]!r}, which is never a feature")
+    else:
+        dropped = set(_columns_named(source, "--drop", drop or (), columns))
+        features = [c for c in columns if c not in (qid_col, label_col) and c not in dropped]
+        renamed = _renamed_keys(frame, (qid_col, label_col), features)
+        if renamed:
+            raise ValueError(
+                f"{source}: the column {renamed[0]!r} looks like a second {_RENAMED.match(renamed[0]).group(1)!r} "
+                "column that pandas renamed (a header naming it twice), and as a feature it would give away "
+                f"the answer: remove it from the table, leave it out with --drop {renamed[0]}, or, if it is a "
+                "feature of its own, name the features with --features"
+            )
     if not features:
         raise ValueError(f"{source}: no feature columns besides {qid_col!r} and {label_col!r}")
     bad = [str(c) for c in features if not pd.api.types.is_numeric_dtype(frame[c])]
     if bad:
-        raise ValueError(f"{source}: feature columns must be numeric; not numeric: {bad[:10]}")
+        raise ValueError(f"{source}: feature columns must be numeric; not numeric: {bad[:10]} "
+                         "(leave them out with --drop, or name the features with --features)")
     missing = frame[qid_col].isna().to_numpy()
     if missing.any():
         rows = np.flatnonzero(missing)
@@ -283,14 +448,22 @@ def from_table(frame, *, qid_col: str = "qid", label_col: str = "label", source:
     order = np.argsort(qid, kind="stable")
     X = frame[features].to_numpy(dtype=np.float64)[order]
     y = pd.to_numeric(frame[label_col], errors="coerce").to_numpy(dtype=np.float64)[order]
-    if np.isnan(y).any():
-        row = int(np.flatnonzero(np.isnan(y))[0])
-        raise ValueError(f"{source}: label column {label_col!r} has a missing or non-numeric value (row {int(order[row])})")
+    bad_label = ~np.isfinite(y) | (y < 0)
+    if bad_label.any():
+        row = int(np.flatnonzero(bad_label)[0])
+        what = "a missing or non-numeric value" if np.isnan(y[row]) else f"the value {y[row]:g}"
+        raise ValueError(f"{source}: label column {label_col!r} has {what} (row {int(order[row])}); labels "
+                         "must be finite numbers >= 0: fix or drop that row")
     return RankingData(X, y, qid=np.asarray(qid, dtype=np.int64)[order])
 
 
-def parse_data(spec, *, folds: int = 5, qid_col: str = "qid", label_col: str = "label") -> BenchData:
+def parse_data(spec, *, folds: int = 5, qid_col: str = "qid", label_col: str = "label", features=None,
+               drop=None, allow_pickle: bool = False) -> BenchData:
     """A `BenchData` from a spec string (module doc), a `RankingData` or a DataFrame.
+
+    ``qid_col``, ``label_col``, ``features`` and ``drop`` read tables (:func:`from_table`; other
+    data have no columns to choose); ``allow_pickle`` lets a ``.pkl`` table be read (it runs
+    code of the file's choosing).
 
     Raises
     ------
@@ -303,7 +476,8 @@ def parse_data(spec, *, folds: int = 5, qid_col: str = "qid", label_col: str = "
     if isinstance(spec, RankingData):
         return _cv_data("data", "given RankingData", spec, n_folds)
     if hasattr(spec, "columns"):
-        return _cv_data("table", "given DataFrame", from_table(spec, qid_col=qid_col, label_col=label_col), n_folds)
+        table = from_table(spec, qid_col=qid_col, label_col=label_col, features=features, drop=drop)
+        return _cv_data("table", "given DataFrame", table, n_folds, label_col)
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"a data spec must be a non-empty string, got {spec!r}")
     text = spec.strip()
@@ -330,8 +504,9 @@ def parse_data(spec, *, folds: int = 5, qid_col: str = "qid", label_col: str = "
     if kind == "table":
         if path.is_dir():
             raise ValueError(f"data {spec!r}: a table must be a file, {path} is a directory")
-        data = from_table(_read_table(path), qid_col=qid_col, label_col=label_col, source=str(path))
-        return _cv_data(name or path.name, f"table {path}", data, n_folds)
+        data = from_table(_read_table(path, allow_pickle=allow_pickle), qid_col=qid_col, label_col=label_col,
+                          source=str(path), features=features, drop=drop)
+        return _cv_data(name or path.name, f"table {path}", data, n_folds, label_col)
     if path.is_dir():
         return _letor_dir(name, path, n_folds)
     data = load_letor(path)

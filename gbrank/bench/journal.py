@@ -11,18 +11,26 @@ Two files in the report directory, appended and flushed (closed) after every run
     scores. Floats are written with ``repr``, so a resumed report holds the same numbers as
     an uninterrupted one.
 
+The settings line holds the benchmark's settings and, under each data set's name, its
+description and fingerprint (:meth:`gbrank.bench.data.BenchData.fingerprint`); a resume that
+adds a data set writes it there too, so that every later resume checks it.
+
 A run interrupted while its line was being written leaves an incomplete last line, which
-is ignored: that run is trained again.
+is ignored: that run is trained again. Before the journal is written to again the cut line
+is removed, so that the next line starts on a line of its own. Any other line that is not a
+run's record is an error that names the line and what to do.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .stats import FIGURES, TIMES
@@ -72,6 +80,99 @@ def _frame(columns: dict | None, key: dict) -> pd.DataFrame | None:
     return pd.DataFrame({**{k: [v] * len(body) for k, v in key.items()}, **{c: body[c] for c in body.columns}})
 
 
+_FIX = ("remove that line to train its run again, or run the benchmark anew into another directory "
+        "(without --resume)")
+
+
+def _is_number(value, *, integer: bool = False, optional: bool = False) -> bool:
+    if value is None:
+        return optional
+    if isinstance(value, bool):
+        return False
+    if integer:
+        return isinstance(value, int) and abs(value) < 2**63
+    # a journal holds float64 figures and int64 counts: anything outside is not one it wrote
+    return (isinstance(value, int) and abs(value) < 2**63) or (isinstance(value, float) and math.isfinite(value))
+
+
+def _numbers(values: list) -> bool:
+    """Whether ``values`` are all finite numbers (a column of a run's figures or scores)."""
+    try:
+        array = np.asarray(values)
+    except (ValueError, OverflowError):  # nested lists of unequal lengths
+        return False
+    return array.ndim == 1 and (array.dtype.kind in "iu" or (array.dtype.kind == "f" and bool(np.isfinite(array).all())))
+
+
+def _columns_problem(columns, required: tuple[str, ...]) -> str | None:
+    if not isinstance(columns, dict):
+        return "its columns are not an object of lists"
+    missing = [c for c in required if c not in columns]
+    if missing:
+        return f"it has no column {missing[0]!r}"
+    if not all(isinstance(v, list) for v in columns.values()):
+        return "a column is not a list"
+    lengths = {len(v) for v in columns.values()}
+    if len(lengths) > 1:
+        return "its columns differ in length"
+    if lengths == {0}:
+        return "its columns are empty"
+    return None
+
+
+_PER_QUERY = ("query", "qid", "n_docs", *FIGURES)
+_PREDICTIONS = ("query", "qid", "label", "score")
+
+
+def _run_problem(document) -> str | None:
+    """What makes ``document`` other than a run's record, or None."""
+    if not isinstance(document, dict) or not isinstance(document.get("run"), dict):
+        return "it has no run record"
+    run = document["run"]
+    kinds = {"dataset": str, "fold": str, "method": str}
+    for key in RUN_KEY:
+        if key not in run:
+            return f"its run has no {key!r}"
+        if key == "seed" and not _is_number(run[key], integer=True):
+            return "its run's seed is not an integer"
+        if key in kinds and not isinstance(run[key], kinds[key]):
+            return f"its run's {key} is not a string"
+    if run.get("status") == "failed":
+        return None if isinstance(run.get("error"), str) else "its failed run has no error"
+    if run.get("status") != "ok":
+        return f"its run's status is {run.get('status')!r}, neither 'ok' nor 'failed'"
+    for figure in FIGURES:
+        if not _is_number(run.get(figure)):
+            return f"its run's {figure} is not a number"
+    for time in TIMES:
+        if not _is_number(run.get(time), integer=time in ("n_iterations", "best_iteration"), optional=True):
+            return f"its run's {time} is not a number"
+    curve = run.get("valid_curve")
+    if curve is not None and not (isinstance(curve, list) and all(_is_number(v) for v in curve)):
+        return "its run's valid_curve is not a list of numbers"
+    for name, required in (("per_query", _PER_QUERY), ("predictions", _PREDICTIONS)):
+        problem = _columns_problem(document.get(name), required)
+        if problem is not None:
+            return f"its {name}: {problem}"
+        if not all(_numbers(document[name][c]) for c in required if c != "qid"):
+            return f"its {name}: a value is not a number"
+    tuning = document.get("tuning")
+    if tuning is not None and not isinstance(tuning, dict):
+        return "its tuning is not an object"
+    return None
+
+
+def _settings_problem(document) -> str | None:
+    if not isinstance(document, dict) or not isinstance(document.get("settings"), dict):
+        return "it is not the settings line"
+    settings = document["settings"]
+    if not isinstance(settings.get("config"), dict):
+        return "its settings have no config"
+    if not isinstance(settings.get("datasets", {}), dict):
+        return "its settings' datasets are not an object"
+    return None
+
+
 def read_journal(directory: str | os.PathLike) -> tuple[dict, list[Record]]:
     """The settings and the finished runs recorded in ``directory``'s ``runs.jsonl``.
 
@@ -80,29 +181,82 @@ def read_journal(directory: str | os.PathLike) -> tuple[dict, list[Record]]:
     FileNotFoundError
         When the directory holds no journal.
     ValueError
-        When the journal is not one (a line other than the last one is not JSON).
+        When the journal is not one: a line other than the last one is not a run's record
+        (the message names the line and what to do), or the first is not the settings.
     """
-    path = Path(directory) / JOURNAL
+    settings, records, _ = _read(Path(directory))
+    return settings, records
+
+
+def _read(directory: Path) -> tuple[dict, list[Record], int]:
+    """:func:`read_journal`, and the length in bytes of the journal's readable lines (all but
+    a last line that an interruption cut)."""
+    path = directory / JOURNAL
     if not path.is_file():
         raise FileNotFoundError(f"{directory} holds no {JOURNAL}: it is not the report directory of a benchmark")
-    lines = path.read_text().splitlines()
-    documents = []
+    try:
+        lines = path.read_bytes().decode("utf-8").splitlines(keepends=True)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: byte {exc.start} is not UTF-8 text, so this is not a journal the harness "
+                         "wrote; run the benchmark anew into another directory (without --resume)") from None
+    documents, readable = [], 0
     for number, line in enumerate(lines, start=1):
         try:
-            documents.append(json.loads(line))
+            document = json.loads(line)
         except json.JSONDecodeError:
-            if number == len(lines):
+            if number == len(lines) and number > 1:
                 break  # written when the run was interrupted: that run is trained again
-            raise ValueError(f"{path}: line {number} is not a journal line") from None
-    if not documents or "settings" not in documents[0]:
-        raise ValueError(f"{path}: no settings line")
+            document = None
+        problem = _settings_problem(document) if number == 1 else _run_problem(document)
+        if problem is not None:
+            raise ValueError(f"{path}: line {number} is not a journal line ({problem}); "
+                             + ("the first line must hold the settings: run the benchmark anew into another "
+                                "directory (without --resume)" if number == 1 else _FIX))
+        documents.append(document)
+        readable += len(line.encode("utf-8"))
+    if not documents:
+        raise ValueError(f"{path}: no settings line; run the benchmark anew into another directory (without --resume)")
     records = []
     for document in documents[1:]:
         run = document["run"]
         key = {k: run[k] for k in RUN_KEY}
-        records.append(Record(run, _frame(document["per_query"], key), _frame(document["predictions"], key),
+        records.append(Record(run, _frame(document.get("per_query"), key), _frame(document.get("predictions"), key),
                               document.get("tuning")))
-    return documents[0]["settings"], records
+    return documents[0]["settings"], records, readable
+
+
+def _keep_readable(path: Path, readable: int) -> None:
+    """Cut ``path`` to its first ``readable`` bytes (dropping a last line that an interruption
+    cut), ending it with a newline, so that the next line written starts a line of its own."""
+    with open(path, "rb+") as handle:
+        handle.truncate(readable)
+        if readable:
+            handle.seek(readable - 1)
+            if handle.read(1) != b"\n":
+                handle.write(b"\n")
+
+
+def _cut_partial_line(path: Path) -> None:
+    """Remove a last line that an interruption cut (one without its newline) from the run log,
+    so that the next row written starts a line of its own."""
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with open(path, "rb+") as handle:
+            handle.truncate(data.rfind(b"\n") + 1)
+
+
+def _replace_first_line(path: Path, line: str) -> None:
+    """Write ``line`` as the first line of ``path`` in place of the one there, atomically (a
+    new file renamed over the old one)."""
+    with open(path, "rb") as handle:
+        handle.readline()
+        rest = handle.read()
+    temporary = path.with_name(path.name + ".new")
+    with open(temporary, "wb") as handle:
+        handle.write(line.encode("utf-8") + b"\n" + rest)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
 
 
 class Journal:
@@ -110,14 +264,24 @@ class Journal:
 
     ``resume=False`` starts both files anew with ``settings``; ``resume=True`` keeps the runs
     already there (``finished``, by run key) after checking that they were made with the same
-    settings (:func:`resumable`).
+    settings and data (:func:`resumable`), removes a line cut by an interruption, and records
+    the data sets the resume adds in the settings line.
     """
 
     def __init__(self, directory: str | os.PathLike, settings: dict, *, resume: bool = False) -> None:
         self.directory = Path(directory)
         self.finished: dict[tuple, Record] = {}
         if resume:
-            self.finished = {r.key: r for r in resumable(self.directory, settings)}
+            recorded, records, readable = _read(self.directory)
+            settings = _plain_json(settings)
+            _check_same(recorded, settings, self.directory)
+            self.finished = {r.key: r for r in records}
+            _keep_readable(self.directory / JOURNAL, readable)
+            merged = {**recorded, "datasets": {**recorded.get("datasets", {}), **settings["datasets"]}}
+            if merged != recorded:
+                _replace_first_line(self.directory / JOURNAL, json.dumps({"settings": merged}))
+            if (self.directory / RUN_LOG).is_file():
+                _cut_partial_line(self.directory / RUN_LOG)
         else:
             self.directory.mkdir(parents=True, exist_ok=True)
             with open(self.directory / JOURNAL, "w") as handle:
@@ -130,11 +294,17 @@ class Journal:
         follows keeps the run."""
         line = json.dumps({"run": record.run, "per_query": _columns(record.per_query),
                            "predictions": _columns(record.predictions), "tuning": record.tuning}, default=_plain)
-        with open(self.directory / JOURNAL, "a") as handle:
-            handle.write(line + "\n")
+        # one write of the whole line: a crash leaves at most this line cut, never a line
+        # merged into the next
+        with open(self.directory / JOURNAL, "ab") as handle:
+            handle.write((line + "\n").encode("utf-8"))
         row = ["" if record.run.get(c) is None else record.run[c] for c in RUN_COLUMNS]
         with open(self.directory / RUN_LOG, "a", newline="") as handle:
             csv.writer(handle).writerow(row)
+
+
+def _plain_json(settings: dict) -> dict:
+    return json.loads(json.dumps(settings, default=_plain))
 
 
 def resumable(directory: str | os.PathLike, settings: dict) -> list[Record]:
@@ -146,11 +316,20 @@ def resumable(directory: str | os.PathLike, settings: dict) -> list[Record]:
     FileNotFoundError
         When the directory holds no journal.
     ValueError
-        When its runs were made with other settings, or on another data set of the same name.
+        When its runs were made with other settings, or on other data under the same name,
+        or a line is not a run's record.
     """
     recorded, records = read_journal(directory)
-    _check_same(recorded, json.loads(json.dumps(settings)), Path(directory))
+    _check_same(recorded, _plain_json(settings), Path(directory))
     return records
+
+
+def _dataset_entry(entry) -> tuple:
+    """``(description, fingerprint)`` of a data set in the settings line (a journal written
+    before fingerprints holds the description alone)."""
+    if isinstance(entry, dict):
+        return entry.get("description"), entry.get("fingerprint")
+    return entry, None
 
 
 def _check_same(recorded: dict, settings: dict, directory: Path) -> None:
@@ -161,7 +340,20 @@ def _check_same(recorded: dict, settings: dict, directory: Path) -> None:
         shown = "; ".join(f"{k}: {recorded['config'].get(k)!r} there, {settings['config'].get(k)!r} now" for k in differ)
         raise ValueError(f"cannot resume {directory}: its runs were made with other settings ({shown})")
     before = recorded.get("datasets", {})
-    changed = [n for n, description in settings.get("datasets", {}).items() if n in before and before[n] != description]
-    if changed:
-        raise ValueError(f"cannot resume {directory}: the data set {changed[0]!r} is not the one its runs used "
-                         f"({before[changed[0]]!r} there, {settings['datasets'][changed[0]]!r} now)")
+    for name, entry in settings.get("datasets", {}).items():
+        if name not in before:
+            continue
+        (was, was_print), (now, now_print) = _dataset_entry(before[name]), _dataset_entry(entry)
+        if was != now:
+            raise ValueError(f"cannot resume {directory}: the data set {name!r} is not the one its runs used "
+                             f"({was!r} there, {now!r} now)")
+        if was_print is not None and now_print is not None and was_print != now_print:
+            if isinstance(was_print, dict) and isinstance(now_print, dict):
+                shown = "; ".join(f"{k}: {was_print.get(k)!r} there, {now_print.get(k)!r} now"
+                                  for k in sorted(set(was_print) | set(now_print), key=str)
+                                  if was_print.get(k) != now_print.get(k))
+            else:
+                shown = f"{was_print!r} there, {now_print!r} now"
+            raise ValueError(f"cannot resume {directory}: the data set {name!r} has changed since its runs were "
+                             f"made ({shown}): resume with the data they used, or run the benchmark anew "
+                             "into another directory")

@@ -17,9 +17,15 @@ override it, e.g. ``lgb:listmle_topk(k=3)`` or ``lgb:listnet(k=2, target=rank_lo
 word is read as a string. ``native:ndcgboost(sample=True)`` passes arguments to the estimator.
 A gbrank objective named like a built-in of either engine (``lambdarank``) has one
 unambiguous method name in every engine, with the prefix ``gbrank_``:
-``lgb:gbrank_lambdarank``, ``xgb:gbrank_lambdarank(measure=map)``. The bare
-``lgb:lambdarank`` is LightGBM's built-in; with arguments, ``lgb:lambdarank(k=10)`` still
-means gbrank's and is named ``lgb:gbrank_lambdarank(k=10)``.
+``lgb:gbrank_lambdarank``, ``xgb:gbrank_lambdarank(measure=map)``. An engine-qualified
+built-in name means that engine's own built-in or nothing: ``lgb:lambdarank`` is LightGBM's
+LambdaRank; ``lgb:lambdarank(k=10)`` is refused (built-ins take no arguments here) and
+``xgb:lambdarank`` is refused as ambiguous (``lambdarank`` is LightGBM's built-in, XGBoost's
+LambdaMART is ``xgb:rank:ndcg``), each error naming both spellings.
+
+Groups. ``default``, ``all`` and ``builtins`` expand to several methods; a method that came
+from a group (``Method.group``) runs only on the data sets whose labels it fits
+(:mod:`gbrank.bench.checks`), where a method named on its own is refused with the reason.
 
 Seeds. A run's seed goes to the engine, to the native estimator's ``random_state`` and to a
 gbrank objective whose default build has a ``seed`` setting (the objectives that break ties
@@ -35,7 +41,7 @@ import ast
 import difflib
 import importlib
 import inspect
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..objectives import registry
@@ -69,6 +75,10 @@ _BUILTIN_SUMMARIES = {
     "rank:pairwise": "XGBoost's pairwise logistic loss (RankNet)",
 }
 _NATIVE = ("ndcgboost",)
+#: The built-in names of the other engines, which an engine-qualified name must not take for
+#: gbrank's objective of that name (``xgb:lambdarank``).
+_OTHER_BUILTINS = {engine: tuple(o for e, names in _BUILTINS.items() if e != engine for o in names)
+                   for engine in _BUILTINS}
 #: Settings ``--tune`` searches for the built-ins (engine parameters) and the native estimator
 #: (its keyword arguments); a gbrank objective's are its registry entry's ``search_space``.
 _PAIR_METHOD = (registry.Knob("lambdarank_pair_method", choices=("topk", "mean")),
@@ -203,6 +213,8 @@ class Method:
         Whether the engine's own objective is used.
     kwargs : dict
         Arguments given in the name, over the registry's defaults (or of the native estimator).
+    group : str or None
+        The group it was asked for through (``"all"``), or None when it was named.
     """
 
     name: str
@@ -210,6 +222,7 @@ class Method:
     objective: str
     builtin: bool
     kwargs: dict = field(default_factory=dict)
+    group: str | None = field(default=None, compare=False)
 
     @property
     def family(self) -> str:
@@ -371,10 +384,20 @@ def parse_method(spec: str) -> Method:
         if objective not in _NATIVE:
             raise ValueError(f"unknown method {spec!r}{suggest_method(text, prefix)}: the native engine has {', '.join(_NATIVE)}")
         builtin = False
-    elif objective in _BUILTINS[engine] and not (kwargs and gbrank_name is not None):
+    elif objective in _BUILTINS[engine]:
         if kwargs:
-            raise ValueError(f"method {spec!r}: built-in objectives take no arguments here")
+            hint = (f"; gbrank's {objective} is {prefix}:{method_objective(gbrank_name)}({arguments.strip()})"
+                    if gbrank_name is not None else "")
+            raise ValueError(f"method {spec!r}: built-in objectives take no arguments here{hint}")
         builtin = True
+    elif objective in _OTHER_BUILTINS[engine] and gbrank_name is not None:
+        other = next(e for e, names in _BUILTINS.items() if objective in names)
+        raise ValueError(
+            f"method {spec!r} is ambiguous: {objective} is a built-in of {other}, not of {engine}: write "
+            f"{prefix}:{method_objective(gbrank_name)}{f'({arguments.strip()})' if kwargs else ''} for gbrank's "
+            f"{objective} in {engine}, or one of "
+            f"{engine}'s own built-ins ({', '.join(f'{prefix}:{o}' for o in _BUILTINS[engine])})"
+        )
     elif gbrank_name is not None:
         objective, builtin = gbrank_name, False
     else:
@@ -404,21 +427,26 @@ def parse_methods(specs) -> list[Method]:
     """Methods from a comma-separated string or a sequence of names and groups.
 
     The groups ``default``, ``all`` (every objective in both engines) and ``builtins`` expand
-    to their members. Duplicates are dropped, the first occurrence keeps its place.
+    to their members, marked with the group (``Method.group``). Duplicates are dropped, the
+    first occurrence keeps its place; a method named on its own as well is named.
     """
     if isinstance(specs, str):
         specs = _split_top_level(specs)
-    out: list[Method] = []
+    out: dict[str, Method] = {}
     for spec in specs:
         if isinstance(spec, Method):
             expanded = [spec]
         elif spec in _GROUPS:
-            expanded = [parse_method(s) for s in _GROUPS[spec]()]
+            expanded = [replace(parse_method(s), group=spec) for s in _GROUPS[spec]()]
         else:
             expanded = [parse_method(spec)]
         for method in expanded:
-            if method.name not in {m.name for m in out}:
-                out.append(method)
+            if method.name not in out:
+                out[method.name] = method
+            elif method.group is None:
+                # named as well as asked for through a group: it is named
+                out[method.name] = replace(out[method.name], group=None)
+    out = list(out.values())
     if not out:
         raise ValueError("no methods given")
     return out

@@ -11,6 +11,7 @@ are differences that are significant after Holm's correction, hollow ones are no
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import textwrap
@@ -20,7 +21,7 @@ import numpy as np
 
 from .evaluate import NDCG_CUTOFFS
 
-__all__ = ["panels", "plot_differences", "plot_ndcg_at_k", "plot_validation_curves", "slug"]
+__all__ = ["panels", "plot_differences", "plot_ndcg_at_k", "plot_validation_curves", "slug", "slugs"]
 
 _LINESTYLES = {"lgb": "-", "xgb": "--", "native": ":"}
 _MARKERS = "osD^vP"
@@ -28,8 +29,24 @@ _BASELINE = {"color": "black", "linestyle": "-", "linewidth": 2.2, "zorder": 10}
 
 
 def slug(name: str) -> str:
-    """A file-name-safe version of a dataset name."""
+    """A file-name-safe version of a dataset name (two names can share one: see :func:`slugs`)."""
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "data"
+
+
+def slugs(names) -> dict[str, str]:
+    """A file-name-safe slug per name, unique among ``names``: :func:`slug` where no other
+    name has the same, else the slug with the first 8 hex digits of the name's SHA-256
+    (``a`` and ``a_`` both slug to ``a``; each then gets its own suffix)."""
+    names = list(dict.fromkeys(names))
+    plain = {name: slug(name) for name in names}
+    taken = [plain[name] for name in names]
+    out = {}
+    for name in names:
+        if taken.count(plain[name]) == 1:
+            out[name] = plain[name]
+        else:
+            out[name] = f"{plain[name]}-{hashlib.sha256(name.encode('utf-8')).hexdigest()[:8]}"
+    return out
 
 
 def _pyplot():

@@ -34,7 +34,9 @@ Files
     validation curves), ``summary`` and ``significance``.
 ``ndcg10_difference-<dataset>.png``
     Every method's test NDCG@10 minus the baseline's with its 95% interval, coloured by
-    family, significant differences (after Holm's correction) filled.
+    family, significant differences (after Holm's correction) filled. ``<dataset>`` is the
+    data set's name made safe for a file name, with a hash suffix where two names of the
+    report would give the same one (:func:`~gbrank.bench.plots.slugs`).
 ``ndcg_at_k-<dataset>.png``, ``validation_ndcg-<dataset>.png``
     NDCG@1..10 minus the baseline's with 95% bands, and the validation NDCG per iteration,
     one panel per family.
@@ -57,7 +59,7 @@ import pandas as pd
 
 from .evaluate import MAP_CUTOFF, NDCG_CUTOFFS
 from .journal import RUN_COLUMNS
-from .plots import plot_differences, plot_ndcg_at_k, plot_validation_curves, slug
+from .plots import plot_differences, plot_ndcg_at_k, plot_validation_curves, slugs
 from .run import Results
 from .stats import ALPHA, FIGURES, difference_curves, fold_table, significance, summary
 
@@ -251,6 +253,7 @@ def write_report(results: Results, out: str | Path, *, command: str | None = Non
     pd.DataFrame(curves, columns=["dataset", "fold", "seed", "method", "iteration", "value"]).to_csv(out / "curves.csv", index=False)
 
     families = {m["name"]: m.get("family", "other") for m in results.methods}
+    slug = slugs(d["name"] for d in results.datasets).__getitem__
     plots = {}
     for dataset in results.datasets:
         name = dataset["name"]
@@ -280,6 +283,7 @@ def write_report(results: Results, out: str | Path, *, command: str | None = Non
         "significance": _records(sig),
         "plots": plots,
         **({"tuning": _json_ready(results.tuning)} if results.tuning else {}),
+        "skipped": results.skipped,
         "partial": results.partial,
         "n_planned": results.n_planned,
     }
@@ -348,9 +352,11 @@ def write_report(results: Results, out: str | Path, *, command: str | None = Non
         lines += tuning_section(results, out, families, slug)
     unavailable = [m for m in results.methods if not m["available"]]
     failed = [r for r in results.runs if r["status"] != "ok"]
-    if unavailable or failed:
+    if unavailable or failed or results.skipped:
         lines += ["## Not run", ""]
         lines += [f"- {m['name']}: unavailable: {m['reason']}" for m in unavailable]
+        lines += [f"- {s['method']} on {s['dataset']}: {'refused' if s['named'] else 'left out of the group'}: "
+                  f"{s['reason']}; {s['fix']}" for s in results.skipped]
         lines += [f"- {r['method']} on {r['dataset']} {r['fold']} seed {r['seed']}: failed: {r['error']}" for r in failed]
         lines += [""]
     lines += [

@@ -1,4 +1,13 @@
-"""The benchmark grid: every dataset x fold x seed x method, trained and scored on the test part."""
+"""The benchmark grid: every dataset x fold x seed x method, trained and scored on the test part.
+
+:func:`plan_benchmark` reads the data and the methods and checks every combination before
+anything trains (:mod:`gbrank.bench.checks`): what no run could use is an error, a method
+that cannot take a data set's labels is refused or left out there with one line, and the
+quadratic objectives are warned about when their estimated work exceeds the budget.
+:func:`run_benchmark` trains the plan. A run that fails is recorded with its error, printed
+in one line (its traceback with ``debug=True``, the command line's ``--debug``), and the
+others go on.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..groups import sizes_to_qid
+from .checks import cost_warning, gain_problem, label_problem
 from .data import BenchData, parse_data
 from .evaluate import CONVENTIONS, GAINS, gain_description, ndcg_at, per_query_metrics
 from .journal import Journal, Record
@@ -24,8 +34,10 @@ __all__ = [
     "DEFAULT_SEEDS",
     "PROGRESS_MODES",
     "BenchConfig",
+    "Plan",
     "Results",
     "journal_settings",
+    "plan_benchmark",
     "run_benchmark",
 ]
 
@@ -145,6 +157,10 @@ class Results:
         Whether the benchmark was interrupted (Ctrl-C) before every run finished.
     n_planned : int or None
         The number of runs of the whole grid.
+    skipped : list of dict
+        The methods that did not train on a data set whose labels they do not fit
+        (:mod:`gbrank.bench.checks`): ``dataset, method, reason, fix`` and ``named`` (True: the
+        method was named and is refused; False: a group's method, left out).
     """
 
     config: dict
@@ -157,7 +173,7 @@ class Results:
     tuning: list = field(default_factory=list)
     partial: bool = False
     n_planned: int | None = None
-
+    skipped: list = field(default_factory=list)
 
 
 def _set_threads(threads: int) -> None:
@@ -227,8 +243,143 @@ class _Progress:
 
 def journal_settings(config: BenchConfig, folds: int, datasets: list[BenchData]) -> dict:
     """What a resumed benchmark must share with the runs in its journal: the settings, and
-    each data set's description under its name."""
-    return {"config": {**config.as_dict(), "folds": folds}, "datasets": {d.name: d.description for d in datasets}}
+    each data set's description and fingerprint under its name."""
+    return {"config": {**config.as_dict(), "folds": folds},
+            "datasets": {d.name: {"description": d.description, "fingerprint": d.fingerprint()} for d in datasets}}
+
+
+@dataclass
+class Plan:
+    """Everything decided before training (:func:`plan_benchmark`): the data sets, the methods,
+    each data set's gain, the methods left out of or refused on a data set, the cost warnings
+    and the baseline. :func:`run_benchmark` trains it."""
+
+    config: BenchConfig
+    folds: int
+    datasets: list
+    grid: list
+    runnable: list
+    method_info: list
+    gains: dict
+    skipped: list
+    warnings: list
+    baseline: str | None
+    chosen: bool
+
+    def methods_for(self, dataset: BenchData) -> list[Method]:
+        """The runnable methods that train on ``dataset``."""
+        out = {s["method"] for s in self.skipped if s["dataset"] == dataset.name}
+        return [m for m in self.runnable if m.name not in out]
+
+    @property
+    def n_planned(self) -> int:
+        return sum(d.n_folds * len(self.config.seeds) * len(self.methods_for(d)) for d in self.datasets)
+
+    @property
+    def refused(self) -> list[dict]:
+        """The named methods refused on a data set."""
+        return [s for s in self.skipped if s["named"]]
+
+    def settings(self) -> dict:
+        return journal_settings(self.config, self.folds, self.datasets)
+
+
+def plan_benchmark(
+    data="synthetic",
+    methods="default",
+    *,
+    folds: int = DEFAULT_FOLDS,
+    config: BenchConfig | None = None,
+    baseline: str | None = None,
+    qid_col: str = "qid",
+    label_col: str = "label",
+    features=None,
+    drop=None,
+    allow_pickle: bool = False,
+) -> Plan:
+    """Read the data and the methods and check every combination before anything trains
+    (the arguments are :func:`run_benchmark`'s).
+
+    Raises
+    ------
+    ValueError
+        For data or settings that no run could use: unreadable data, a gain the labels do
+        not allow, tuning without a validation part, a baseline not among the methods.
+    """
+    config = config or BenchConfig()
+    specs = data if isinstance(data, (list, tuple)) else [data]
+    datasets: list[BenchData] = [
+        parse_data(s, folds=folds, qid_col=qid_col, label_col=label_col, features=features, drop=drop,
+                   allow_pickle=allow_pickle)
+        for s in specs
+    ]
+    names = [d.name for d in datasets]
+    if len(set(names)) != len(names):
+        raise ValueError(f"dataset names must be unique, got {names}; name them with NAME=SPEC")
+    grid = parse_methods(methods)
+    if config.params.linear_tree and any(m.engine == "xgboost" for m in grid):
+        raise ValueError("linear_tree is a LightGBM option: drop the xgb methods or linear_tree")
+    chosen = baseline is not None
+    baseline = _choose_baseline(baseline, grid)
+    if config.tuned:
+        from .tune import import_optuna
+
+        import_optuna()
+        for dataset in datasets:
+            if not dataset.has_validation():
+                raise ValueError(
+                    f"tuning chooses settings on each fold's validation part, and {dataset.name} has none "
+                    f"({dataset.n_folds} folds leave none; a LETOR fold needs its vali file): use 3 or more folds"
+                )
+    for dataset in datasets:
+        problem = gain_problem(config.gain, dataset.labels(), dataset.name, dataset.label_column)
+        if problem is not None:
+            raise ValueError(problem)
+    gains = {d.name: LabelGain.of(config.gain, d.labels()) for d in datasets}
+
+    method_info, runnable = [], []
+    for method in grid:
+        reason = method.unavailable_reason()
+        method_info.append(
+            {"name": method.name, "engine": method.engine, "objective": method.objective, "family": method.family,
+             "builtin": method.builtin, "available": reason is None, "reason": reason}
+        )
+        if reason is None:
+            runnable.append(method)
+    skipped, warnings = [], []
+    for dataset in datasets:
+        for method in runnable:
+            problem = label_problem(method, gains[dataset.name], dataset.labels(), dataset.label_column)
+            if problem is not None:
+                skipped.append({"dataset": dataset.name, "method": method.name, "reason": problem.reason,
+                                "fix": problem.fix, "named": method.group is None, "group": method.group})
+                continue
+            warning = cost_warning(method, dataset.name, dataset.training_sizes(), config.rounds)
+            if warning is not None:
+                warnings.append(warning)
+    unfit = next((s for s in skipped if s["method"] == baseline), None)
+    if chosen and unfit is not None:
+        raise ValueError(f"argument --baseline: {baseline} cannot run on {unfit['dataset']} ({unfit['reason']}): "
+                         "choose a baseline that runs on every data set")
+    return Plan(config=config, folds=folds, datasets=datasets, grid=grid, runnable=runnable,
+                method_info=method_info, gains=gains, skipped=skipped, warnings=warnings, baseline=baseline,
+                chosen=chosen)
+
+
+def _announce(plan: Plan) -> None:
+    """One line per method that will not run, or not everywhere, and per cost warning."""
+    for info in plan.method_info:
+        if not info["available"]:
+            print(f"gbrank.bench: {info['name']} is unavailable and skipped: {info['reason']}", file=sys.stderr)
+    for item in plan.skipped:
+        if item["named"]:
+            print(f"gbrank.bench: refused: {item['method']} on {item['dataset']}: {item['reason']}; {item['fix']}",
+                  file=sys.stderr)
+        else:
+            print(f"gbrank.bench: {item['method']} (from {item['group']}) is left out on {item['dataset']}: "
+                  f"{item['reason']} ({item['fix']})", file=sys.stderr)
+    for warning in plan.warnings:
+        print(f"gbrank.bench: warning: {warning}", file=sys.stderr)
 
 
 def _gain_reason(requested: str, gain: LabelGain) -> str:
@@ -279,13 +430,16 @@ def run_benchmark(
     progress: str | bool | None = "auto",
     journal: str | os.PathLike | None = None,
     resume: bool = False,
+    debug: bool = False,
 ) -> Results:
     """Train and score every method on every fold of every dataset.
 
     Parameters
     ----------
-    data : str, BenchData, RankingData, DataFrame or a list of them
-        Dataset specs (see :mod:`gbrank.bench.data`).
+    data : str, BenchData, RankingData, DataFrame, a list of them, or a Plan
+        Dataset specs (see :mod:`gbrank.bench.data`), or a :class:`Plan` from
+        :func:`plan_benchmark`, which holds the data, methods and settings (``methods``,
+        ``folds``, ``config``, ``baseline`` and the columns are then not read).
     methods : str or list
         Method names or groups (see :mod:`gbrank.bench.methods`).
     folds : int
@@ -308,7 +462,9 @@ def run_benchmark(
         ``runs.jsonl``, :mod:`gbrank.bench.journal`), usually the report's.
     resume : bool
         Read the runs already in ``journal`` instead of training them again (refused when
-        they were made with other settings); otherwise ``journal`` starts anew.
+        they were made with other settings or other data); otherwise ``journal`` starts anew.
+    debug : bool
+        Print a failed run's traceback; otherwise its error in one line.
 
     Returns
     -------
@@ -317,44 +473,21 @@ def run_benchmark(
         ``partial=True``: pass them to :func:`~gbrank.bench.report.write_report`, and resume
         later with ``resume=True``.
     """
-    config = config or BenchConfig()
     mode = _progress_mode(progress)
-    specs = data if isinstance(data, (list, tuple)) else [data]
-    datasets: list[BenchData] = [parse_data(s, folds=folds, qid_col=qid_col, label_col=label_col) for s in specs]
-    names = [d.name for d in datasets]
-    if len(set(names)) != len(names):
-        raise ValueError(f"dataset names must be unique, got {names}; name them with NAME=SPEC")
-    grid = parse_methods(methods)
-    if config.params.linear_tree and any(m.engine == "xgboost" for m in grid):
-        raise ValueError("linear_tree is a LightGBM option: drop the xgb methods or linear_tree")
-    chosen = baseline is not None
-    baseline = _choose_baseline(baseline, grid)
+    plan = data if isinstance(data, Plan) else plan_benchmark(
+        data, methods, folds=folds, config=config, baseline=baseline, qid_col=qid_col, label_col=label_col)
+    config, folds, datasets = plan.config, plan.folds, plan.datasets
     conventions = CONVENTIONS[config.conventions]
     metric_name = f"ndcg@{config.curve_k}"
-    gains = {d.name: LabelGain.of(config.gain, d.labels()) for d in datasets}
+    gains = plan.gains
     _set_threads(config.threads)
-    if config.tuned:
-        from .tune import import_optuna
+    _announce(plan)
 
-        import_optuna()
-
-    method_info, runnable = [], []
-    for method in grid:
-        reason = method.unavailable_reason()
-        method_info.append(
-            {"name": method.name, "engine": method.engine, "objective": method.objective, "family": method.family,
-             "builtin": method.builtin, "available": reason is None, "reason": reason}
-        )
-        if reason is None:
-            runnable.append(method)
-        else:
-            print(f"gbrank.bench: {method.name} is unavailable and skipped: {reason}", file=sys.stderr)
-
-    log = None if journal is None else Journal(journal, journal_settings(config, folds, datasets), resume=resume)
+    log = None if journal is None else Journal(journal, plan.settings(), resume=resume)
     finished = {} if log is None else log.finished
-    grid_keys = {(d.name, seed, m.name) for d in datasets for seed in config.seeds for m in runnable}
+    grid_keys = {(d.name, seed, m.name) for d in datasets for seed in config.seeds for m in plan.methods_for(d)}
     resumed = sum((k[0], k[2], k[3]) in grid_keys for k in finished)
-    planned = sum(d.n_folds for d in datasets) * len(config.seeds) * len(runnable)
+    planned = plan.n_planned
     if resumed:
         print(f"gbrank.bench: resuming: {resumed} of {planned} runs are in {journal} already", file=sys.stderr)
     records: list[Record] = []
@@ -368,7 +501,7 @@ def run_benchmark(
                 fold = dataset.fold(fold_index)
                 cache = FoldCache(fold, config.params, config.threads)
                 for seed in config.seeds:
-                    for method in runnable:
+                    for method in plan.methods_for(dataset):
                         key = {"dataset": dataset.name, "fold": fold.name, "seed": seed, "method": method.name}
                         done = finished.get(tuple(key.values()))
                         if done is not None:
@@ -376,7 +509,7 @@ def run_benchmark(
                             continue
                         bar.start(key)
                         started = time.perf_counter()
-                        record = _run(method, cache, key, config, metric, metric_name, gain, conventions, bar)
+                        record = _run(method, cache, key, config, metric, metric_name, gain, conventions, bar, debug)
                         records.append(record)
                         if log is not None:
                             log.append(record)
@@ -393,8 +526,9 @@ def run_benchmark(
     per_query = [r.per_query for r in records if r.per_query is not None]
     predictions = [r.predictions for r in records if r.predictions is not None]
 
-    if not chosen:
-        baseline = _baseline_that_ran(baseline, runnable, runs, [d.name for d in datasets])
+    baseline = plan.baseline
+    if not plan.chosen:
+        baseline = _baseline_that_ran(baseline, plan.runnable, runs, [d.name for d in datasets])
     columns = ["dataset", "fold", "seed", "method", "query", "qid"]
     return Results(
         config={**config.as_dict(), "folds": folds, "curve_metric": metric_name,
@@ -402,7 +536,7 @@ def run_benchmark(
         datasets=[{"name": d.name, "description": d.description, "n_folds": d.n_folds,
                    "gain": gains[d.name].gain, "gain_reason": _gain_reason(config.gain, gains[d.name])}
                   for d in datasets],
-        methods=method_info,
+        methods=plan.method_info,
         baseline=baseline,
         runs=runs,
         per_query=pd.concat(per_query, ignore_index=True) if per_query else pd.DataFrame(columns=columns),
@@ -410,11 +544,12 @@ def run_benchmark(
         partial=interrupted,
         n_planned=planned,
         tuning=[r.tuning for r in records if r.tuning is not None],
+        skipped=[{k: v for k, v in item.items() if k != "group"} for item in plan.skipped],
     )
 
 
 def _run(method: Method, cache: FoldCache, key: dict, config: BenchConfig, metric, metric_name: str,
-         gain: LabelGain, conventions, bar: _Progress) -> Record:
+         gain: LabelGain, conventions, bar: _Progress, debug: bool = False) -> Record:
     """Train (after tuning, when asked) and score one method on one fold with one seed; a
     failure is recorded, not raised."""
     test = cache.fold.test
@@ -430,8 +565,13 @@ def _run(method: Method, cache: FoldCache, key: dict, config: BenchConfig, metri
             )
         figures = per_query_metrics(test.y, result.test_scores, test.group, conventions, gain.gain)
     except Exception as exc:  # one failing method must not lose the others' results
-        print(f"gbrank.bench: {method.name} failed on {key['dataset']} {key['fold']} seed {key['seed']}:\n"
-              f"{traceback.format_exc()}", file=sys.stderr)
+        where = f"{method.name} failed on {key['dataset']} {key['fold']} seed {key['seed']}"
+        if debug:
+            print(f"gbrank.bench: {where}:\n{traceback.format_exc()}", file=sys.stderr)
+        else:
+            message = " ".join(str(exc).split())
+            print(f"gbrank.bench: {where}: {type(exc).__name__}: {message} (--debug shows the traceback)",
+                  file=sys.stderr)
         return Record({**key, "status": "failed", "error": f"{type(exc).__name__}: {exc}"})
     run = {
         **key,

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..datasets import RankingData
 from ..gains import resolve_gain
+from .checks import LABEL_TABLE_MAX, Refusal
 from .data import Fold
 from .methods import Method
 from .timing import TimedMetric, TimedObjective
@@ -130,10 +131,16 @@ class LabelGain:
         if self.gain == "exp2":
             return {}
         if not self.integer:
-            raise ValueError(
+            raise Refusal(
                 f"LightGBM's built-in {objective} needs integer labels (its label_gain is indexed by "
                 "the label) and these labels are fractional: run a gbrank objective or xgb:rank:ndcg, "
                 "or round the labels"
+            )
+        if self.max_label > LABEL_TABLE_MAX:
+            raise Refusal(
+                f"LightGBM's built-in {objective} indexes its label_gain by the label, and the labels go up "
+                f"to {self.max_label:.6g}, above {LABEL_TABLE_MAX}: rescale the labels, or run a gbrank "
+                "objective or xgb:rank:ndcg"
             )
         return {"label_gain": [float(label) for label in range(int(self.max_label) + 1)]}
 
