@@ -229,15 +229,17 @@ def predict(booster, X, rounds: int | None = None) -> np.ndarray:
 
 
 def early_stopping(
-    rounds: int, *, data_name: str | None, metric_name: str, save_best: bool = False, min_delta: float = 0.0
+    rounds: int, *, data_name: str | None, metric_name: str, save_best: bool = False, min_delta: float = 0.0,
+    maximize: bool = True,
 ):
     """XGBoost's ``EarlyStopping`` callback under gbrank's rule: one metric on one eval set,
-    higher is better (see :func:`gbrank.engines.watched`); the one place gbrank builds it."""
+    higher is better unless told otherwise (see :func:`gbrank.engines.watched`); the one
+    place gbrank builds it."""
     try:
         from xgboost.callback import EarlyStopping
     except ImportError as exc:
         raise ImportError("XGBoost's early stopping needs xgboost: pip install 'gbrank[xgboost]'") from exc
-    return EarlyStopping(rounds=int(rounds), metric_name=metric_name, data_name=data_name, maximize=True,
+    return EarlyStopping(rounds=int(rounds), metric_name=metric_name, data_name=data_name, maximize=maximize,
                          save_best=save_best, min_delta=min_delta)
 
 def report_callback(report: Callable[[int, float], None], data_name: str, metric_name: str):
@@ -253,13 +255,14 @@ def report_callback(report: Callable[[int, float], None], data_name: str, metric
     return Report()
 
 
-def maximize_early_stopping(metric_names: Sequence[str]) -> None:
+def maximize_early_stopping(metric_names: Sequence[str], minimized: Sequence[str] = ()) -> None:
     """Make the early stopping of the running ``xgb.train`` / ``xgb.cv`` maximise a gbrank metric.
 
     Called from a gbrank ``custom_metric``. XGBoost's ``EarlyStopping`` without ``maximize``
     guesses the direction from the metric name on its first round, after the metric ran; a
     callback watching one of ``metric_names`` (or the last metric, which is the custom
-    one) is set to maximise. One told ``maximize=False`` is refused.
+    one) is set to maximise it, or to minimise it when it is one of ``minimized`` (the
+    lower-is-better calibration metrics). One told the other direction is refused.
     """
     try:
         from xgboost.callback import CallbackContainer, EarlyStopping
@@ -276,13 +279,15 @@ def maximize_early_stopping(metric_names: Sequence[str]) -> None:
                     continue
                 if callback.metric_name is not None and callback.metric_name not in metric_names:
                     continue
+                watched = callback.metric_name or metric_names[-1]
+                maximize = watched not in minimized
                 if callback.maximize is None:
-                    callback.maximize = True
-                elif not callback.maximize:
-                    raise ValueError(
-                        f"early stopping is told to minimise {callback.metric_name or metric_names[-1]!r}, "
-                        "a gbrank metric, which is higher-is-better: drop maximize=False"
-                    )
+                    callback.maximize = maximize
+                elif callback.maximize != maximize:
+                    direction = "higher-is-better: drop maximize=False" if maximize else \
+                        "lower-is-better: drop maximize=True"
+                    raise ValueError(f"early stopping is told to {'minimise' if maximize else 'maximise'} "
+                                     f"{watched!r}, a gbrank metric, which is {direction}")
             return
         frame = frame.f_back
 
