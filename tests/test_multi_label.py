@@ -195,3 +195,32 @@ def test_per_label_ndcg_and_the_pareto_front():
     assert values.tolist() == [gbrank.metrics.ndcg(labels[:, j], s, sizes, k=5) for j in (0, 1)]
     points = np.array([[0.5, 0.5], [0.6, 0.4], [0.4, 0.6], [0.45, 0.45], [0.6, 0.3]])
     assert pareto_front(points).tolist() == [True, True, True, False, False]
+
+
+# --------------------------------------------------------------------------- Ranker
+@pytest.mark.parametrize("engine", ["lightgbm", "xgboost"])
+def test_ranker_binds_the_columns_of_a_2d_y_in_its_row_order(engine):
+    pytest.importorskip(engine)
+    X, labels, sizes = engine_data(4, n_queries=40)
+    qid = np.repeat(np.arange(sizes.size), sizes)
+    order = np.random.default_rng(0).permutation(qid.size)  # rows of a query scattered
+    objective = gbrank.multi_label(gbrank.lambdarank(gain="linear"), weights=[0.5, 0.5])
+    model = gbrank.Ranker(objective, engine=engine, n_estimators=10, random_state=0)
+    model.fit(X[order], labels[order], qid=qid[order])
+    assert model.objective_.labels.shape == labels.shape and objective.labels is None
+    # the same model as the bound objective trained on the grouped rows directly
+    grouped = order[np.argsort(qid[order], kind="stable")]
+    Xg, lg = X[grouped], labels[grouped]
+    direct = gbrank.Ranker(gbrank.multi_label(gbrank.lambdarank(gain="linear"), lg, weights=[0.5, 0.5]),
+                           engine=engine, n_estimators=10, random_state=0).fit(Xg, lg[:, 0], group=sizes)
+    np.testing.assert_allclose(model.predict(X), direct.predict(X), rtol=1e-6)
+    assert model.score(X, labels, group=sizes) == pytest.approx(direct.score(X, labels[:, 0], group=sizes))
+
+
+def test_ranker_refuses_several_labels_for_a_one_label_objective():
+    X, labels, sizes = engine_data(5, n_queries=10)
+    with pytest.raises(ValueError, match=r"y has 2 label columns: .*gbrank.multi_label"):
+        gbrank.Ranker(gbrank.ranknet(), n_estimators=2).fit(X, labels, group=sizes)
+    unbound = gbrank.multi_label(gbrank.ranknet())
+    with pytest.raises(ValueError, match="has no label columns"):
+        unbound.grad_hess(labels[:, 0], np.zeros(labels.shape[0]), sizes)

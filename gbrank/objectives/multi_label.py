@@ -90,12 +90,16 @@ def _check_columns(labels) -> np.ndarray:
     return np.ascontiguousarray(columns, dtype=np.float64)
 
 
-def _check_weights(weights, n_labels: int, aggregate: str) -> np.ndarray:
+def _check_weights(weights, n_labels: int | None, aggregate: str) -> np.ndarray | None:
+    """Normalised weights; None while neither weights nor label columns are given."""
     if weights is None:
+        if n_labels is None:
+            return None
         weights = np.eye(n_labels)[0] if aggregate == "constrained" else np.full(n_labels, 1.0 / n_labels)
     w = np.asarray(weights, dtype=np.float64)
-    if w.ndim not in (1, 2) or w.shape[-1] != n_labels:
-        raise ValueError(f"weights must have shape ({n_labels},) or (n_queries, {n_labels}), got {w.shape}")
+    shown = "n_labels" if n_labels is None else n_labels
+    if w.ndim not in (1, 2) or (n_labels is not None and w.shape[-1] != n_labels):
+        raise ValueError(f"weights must have shape ({shown},) or (n_queries, {shown}), got {w.shape}")
     if w.ndim == 2 and aggregate not in ("label", "stochastic"):
         raise ValueError(f"weights per query (a 2-D array) are for label aggregation; aggregate={aggregate!r} "
                          "takes one weight per label")
@@ -122,16 +126,18 @@ class MultiLabel(RankingObjective):
             raise ValueError(f"aggregate must be one of {AGGREGATES}, got {aggregate!r}")
         self.objective = objective
         self.aggregate = aggregate
-        self.labels = _check_columns(labels)
-        n_labels = self.labels.shape[1]
+        self.labels = None if labels is None else _check_columns(labels)
+        n_labels = None if labels is None else self.labels.shape[1]
         self.weights = _check_weights(weights, n_labels, aggregate)
         if aggregate == "constrained":
+            shown = "n_labels - 1" if n_labels is None else n_labels - 1
             if floors is None:
                 raise ValueError("aggregate='constrained' needs floors: the lowest NDCG@k of each label after the "
-                                 f"first, {n_labels - 1} values in [0, 1]")
+                                 f"first, {shown} values in [0, 1]")
             floors = np.asarray(floors, dtype=np.float64)
-            if floors.shape != (n_labels - 1,) or not ((floors >= 0) & (floors <= 1)).all():
-                raise ValueError(f"floors must be {n_labels - 1} values in [0, 1] (one per label after the first), "
+            if floors.ndim != 1 or (n_labels is not None and floors.size != n_labels - 1) \
+                    or not ((floors >= 0) & (floors <= 1)).all():
+                raise ValueError(f"floors must be {shown} values in [0, 1] (one per label after the first), "
                                  f"got {floors.tolist()}")
         elif floors is not None:
             raise ValueError("floors are for aggregate='constrained'")
@@ -143,8 +149,19 @@ class MultiLabel(RankingObjective):
         self.shift_invariant = objective.shift_invariant
         self.ignores_orderless_queries = objective.ignores_orderless_queries
 
+    def with_labels(self, labels) -> "MultiLabel":
+        """The same objective bound to the label columns ``labels`` (what :class:`gbrank.Ranker`
+        does with a 2-D ``y``)."""
+        settings = {name: getattr(self, name) for name in self._setting_names}
+        return MultiLabel(labels=labels, hess_floor=self.hess_floor, hess_scale=self.hess_scale, **settings)
+
     # ----------------------------------------------------------------- per dataset
     def _label_check(self, y_true, offsets):
+        if self.labels is None:
+            raise ValueError(
+                "this multi-label objective has no label columns: give them with multi_label(objective, labels=Y) "
+                "for lgb.train / xgb.train, or fit gbrank.Ranker with y of shape (n_rows, n_labels)"
+            )
         labels = check_labels(y_true, offsets=offsets)
         n, expected = labels.shape[0], self.labels.shape[0]
         if n != expected:
@@ -228,15 +245,16 @@ class MultiLabel(RankingObjective):
 
     def _params(self) -> dict[str, Any]:
         params = super()._params()
-        params["weights"] = params["weights"].tolist()
-        if params["floors"] is not None:
-            params["floors"] = params["floors"].tolist()
-        return {"labels": f"<{self.labels.shape[0]} x {self.labels.shape[1]}>", **params}
+        for name in ("weights", "floors"):
+            if params[name] is not None:
+                params[name] = params[name].tolist()
+        shown = None if self.labels is None else f"<{self.labels.shape[0]} x {self.labels.shape[1]}>"
+        return {"labels": shown, **params}
 
 
 def multi_label(
     objective: RankingObjective,
-    labels,
+    labels=None,
     *,
     aggregate: str = "gradient",
     weights=None,
@@ -255,10 +273,11 @@ def multi_label(
         The loss each label is trained with (``gbrank.lambdarank()``, ``gbrank.listnet()``,
         ...). With ``aggregate="label"`` it sees the mixed labels, which are fractional: use
         an objective that takes any label (e.g. a linear gain or target).
-    labels : array-like of shape (n_rows, n_labels)
+    labels : array-like of shape (n_rows, n_labels), optional
         The label columns of the training rows, in their order. The engine's label must be
         the first column (LightGBM's ``Dataset(label=labels[:, 0])``, XGBoost's
-        ``DMatrix(label=labels[:, 0])``).
+        ``DMatrix(label=labels[:, 0])``). Leave it out for :class:`gbrank.Ranker`, which
+        binds the columns of its 2-D ``y``.
     aggregate : {"gradient", "label", "stochastic", "constrained"}, default="gradient"
         How the labels are combined: the weighted sum of the labels' gradients, the
         weighted sum of the labels, one label per query and iteration drawn with the
