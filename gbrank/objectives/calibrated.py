@@ -89,7 +89,9 @@ from .._validation import check_float, check_labels
 from ..engines.statistics import label_max
 from ._base import RankingObjective
 
-__all__ = ["CalibratedState", "RCR", "WeightedLogisticSoftmax", "rcr", "weighted_logistic_softmax"]
+__all__ = [
+    "CalibratedObjective", "CalibratedState", "RCR", "WeightedLogisticSoftmax", "rcr", "weighted_logistic_softmax",
+]
 
 
 @njit(cache=True)
@@ -163,7 +165,7 @@ class CalibratedState(NamedTuple):
     offsets: np.ndarray
 
 
-class _Calibrated(RankingObjective):
+class CalibratedObjective(RankingObjective):
     """A pointwise sigmoid cross-entropy plus a listwise softmax cross-entropy."""
 
     shift_invariant = False
@@ -199,14 +201,14 @@ class _Calibrated(RankingObjective):
         return loss
 
 
-class RCR(_Calibrated):
+class RCR(CalibratedObjective):
     """Regression Compatible Ranking; build it with :func:`rcr`."""
 
     factory = "rcr"
     _compatible = True
 
 
-class WeightedLogisticSoftmax(_Calibrated):
+class WeightedLogisticSoftmax(CalibratedObjective):
     """Pointwise logistic plus softmax on raw scores; build it with :func:`weighted_logistic_softmax`."""
 
     factory = "weighted_logistic_softmax"
