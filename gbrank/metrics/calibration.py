@@ -3,7 +3,9 @@ probability that a document is relevant.
 
 Scores are raw margins (what LightGBM's ``predict`` gives for a custom objective and what
 XGBoost gives with ``output_margin=True``, and what both engines pass to evaluation
-callbacks when the objective is custom); the probability is :math:`q = \sigma(s)`.
+callbacks when the objective is custom); the probability is :math:`q = \sigma(s)`. With a
+built-in probabilistic objective (LightGBM's ``binary``, XGBoost's ``binary:logistic``) the
+engines hand an evaluation callback probabilities instead: use the engine's own log loss there.
 
 Targets are the labels read as probabilities, :math:`y = l / l_{\max}`: binary labels as
 they are, graded labels divided by ``max_label``. Without ``max_label`` the labels must lie

@@ -11,7 +11,7 @@ Label aggregation (``aggregate="label"`` and ``"stochastic"``)
     KDD 2023): at every iteration each query trains on one label :math:`l`, drawn with
     probability :math:`w_l`, so that the expected gradient is the weighted sum of the
     labels' gradients while each step sees real labels. The draws come from a hash of
-    ``seed``, the query and its current scores (:mod:`gbrank.objectives._random`): fresh at
+    ``seed``, the query and its current scores (as the randomised objectives' draws): fresh at
     every iteration, identical when a training is repeated.
 
 Gradient aggregation (``aggregate="gradient"`` and ``"constrained"``)
