@@ -200,10 +200,10 @@ def pareto_part(n_queries: int, n_weights: int) -> pd.DataFrame:
 
     (X, labels, group), (Xv, lv, gv), (Xt, lt, gt) = two_labels(1, n_queries)
     weights = np.linspace(0.0, 1.0, n_weights)
-    runs = [(mode, w, dict(aggregate=mode, weights=[w, 1 - w]))
+    runs = [(mode, w, {"aggregate": mode, "weights": [w, 1 - w]})
             for mode in ("label", "stochastic", "gradient") for w in weights]
     floors = np.linspace(0.5, 0.75, n_weights)
-    runs += [("constrained", b, dict(aggregate="constrained", floors=[b], penalty=20.0)) for b in floors]
+    runs += [("constrained", b, {"aggregate": "constrained", "floors": [b], "penalty": 20.0}) for b in floors]
     rows = []
     for mode, setting, kwargs in runs:
         objective = gbrank.multi_label(gbrank.lambdarank(gain="linear"), labels, **kwargs)

@@ -90,7 +90,7 @@ from ..engines.statistics import label_max
 from ._base import RankingObjective
 
 __all__ = [
-    "CalibratedObjective", "CalibratedState", "RCR", "WeightedLogisticSoftmax", "rcr", "weighted_logistic_softmax",
+    "RCR", "CalibratedObjective", "CalibratedState", "WeightedLogisticSoftmax", "rcr", "weighted_logistic_softmax",
 ]
 
 
@@ -185,8 +185,8 @@ class CalibratedObjective(RankingObjective):
     def _label_check(self, y_true, offsets):
         return check_labels(
             y_true, offsets=offsets, max_label=self.max_label,
-            why=f" (targets are label / max_label, probabilities); raise max_label, or leave it None for "
-                f"the largest training label",
+            why=" (targets are label / max_label, probabilities); raise max_label, or leave it None for "
+                "the largest training label",
         )
 
     def _prepare(self, labels, offsets):

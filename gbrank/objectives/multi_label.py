@@ -149,7 +149,7 @@ class MultiLabel(RankingObjective):
         self.shift_invariant = objective.shift_invariant
         self.ignores_orderless_queries = objective.ignores_orderless_queries
 
-    def with_labels(self, labels) -> "MultiLabel":
+    def with_labels(self, labels) -> MultiLabel:
         """The same objective bound to the label columns ``labels`` (what :class:`gbrank.Ranker`
         does with a 2-D ``y``)."""
         settings = {name: getattr(self, name) for name in self._setting_names}
