@@ -16,6 +16,7 @@ _FIXED = {
     "datasets": "gbrank.datasets",
     "engines": "gbrank.engines",
     "metrics": "gbrank.metrics",
+    "multi_label": "gbrank.objectives.multi_label:multi_label",
     "objectives": "gbrank.objectives",
 }
 

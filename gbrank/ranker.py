@@ -236,9 +236,12 @@ class Ranker(BaseEstimator):
         ----------
         X : array-like of shape (n_rows, n_features) or pandas.DataFrame
             Features; a DataFrame may hold the query ids in its ``qid_col`` column.
-        y : array-like of shape (n_rows,)
+        y : array-like of shape (n_rows,) or (n_rows, n_labels)
             Relevance labels, finite and non-negative (integers for objectives and gains
-            that need them).
+            that need them). Several label columns train one model on all of them, with an
+            objective built by :func:`gbrank.multi_label` without ``labels`` (the columns
+            are bound here); the first column is the one the eval sets, early stopping and
+            :meth:`score` use (see :func:`gbrank.metrics.per_label_ndcg` for the others).
         group : array-like of shape (n_queries,), optional
             Sizes of consecutive queries.
         qid : array-like of shape (n_rows,), optional
@@ -273,7 +276,10 @@ class Ranker(BaseEstimator):
         """
         engine = self._check_params()
         objective = self._resolve_objective(engine)
-        X, y, rows = self._grouped(X, y, group, qid, reset=True, objective=objective)
+        y, columns = _label_columns(y, objective)
+        X, y, rows = self._grouped(X, y, group, qid, reset=True, objective=None if columns is not None else objective)
+        if columns is not None:
+            objective = objective.with_labels(rows.group(columns))
         weight = rows.group(check_weights(sample_weight, y.shape[0], name="sample_weight"))
         if weight is not None and not weight.sum() > 0:
             raise ValueError("sample_weight is zero for every row: there is nothing to fit")
@@ -343,7 +349,7 @@ class Ranker(BaseEstimator):
         """
         check_is_fitted(self, "booster_")
         k = _positive_int(self.score_at, "score_at")
-        X, y, rows = self._grouped(X, y, group, qid, reset=False)
+        X, y, rows = self._grouped(X, _first_column(y), group, qid, reset=False)
         _check_evaluable(y, rows.sizes, self.gain_, "y")
         return ndcg(y, self._predict(X), rows.sizes, k=k, gain=self.gain_)
 
@@ -473,9 +479,31 @@ class Ranker(BaseEstimator):
                 raise ValueError(f"eval_set[{i}] must be a pair (X, y)")
             group = _entry(eval_group, i, len(eval_set), "eval_group")
             qid = _entry(eval_qid, i, len(eval_set), "eval_qid")
-            X, y, rows = self._grouped(pair[0], pair[1], group, qid, reset=False)
+            X, y, rows = self._grouped(pair[0], _first_column(pair[1]), group, qid, reset=False)
             evals.append((X, y, rows.sizes))
         return evals
+
+
+def _first_column(y):
+    """The first label column of a 2-D ``y`` (several labels), else ``y``."""
+    values = np.asarray(y)
+    return values[:, 0] if values.ndim == 2 else y
+
+
+def _label_columns(y, objective):
+    """``(first label column, all columns)`` of a 2-D ``y`` for a multi-label objective;
+    ``(y, None)`` for one label."""
+    from .objectives.multi_label import MultiLabel
+
+    values = np.asarray(y)
+    if values.ndim != 2 or (values.shape[1] == 1 and not isinstance(objective, MultiLabel)):
+        return y, None
+    if not isinstance(objective, MultiLabel):
+        raise ValueError(
+            f"y has {values.shape[1]} label columns: train on several labels with objective="
+            "gbrank.multi_label(objective, weights=...), or pass one label column"
+        )
+    return values[:, 0], values
 
 
 def _entry(values, i: int, n: int, name: str):

@@ -163,7 +163,8 @@ def test_data_without_order_trains_a_constant_model(engine, case, labels):
     obj = case.build()
     _, pred = train_on(engine, obj, X, y, sizes)
     assert np.isfinite(pred).all()
-    if labels == "single-document" or obj.ignores_orderless_queries:
+    # a single document has no order; only a loss that reads absolute scores learns from it
+    if obj.ignores_orderless_queries or (labels == "single-document" and obj.shift_invariant):
         assert np.unique(pred).size == 1
 
 

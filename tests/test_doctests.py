@@ -20,6 +20,9 @@ METRICS = {
     "gbrank.metrics.reciprocal_rank": ["mean_reciprocal_rank"],
     "gbrank.metrics.precision": ["precision_at_k"],
     "gbrank.metrics.err": ["err"],
+    "gbrank.metrics.calibration": ["log_loss", "expected_calibration_error"],
+    "gbrank.metrics.multi_label": ["per_label_ndcg", "pareto_front"],
+    "gbrank.objectives.multi_label": ["multi_label"],
     "gbrank.metrics.engine": ["make_metrics", "lightgbm_feval", "lgbm_ranker_metric", "xgboost_metric"],
 }
 # Modules whose docstrings hold examples besides the factories and metrics.

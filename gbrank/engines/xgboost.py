@@ -157,15 +157,17 @@ def predict(booster, X, rounds: int | None = None) -> np.ndarray:
 
 
 def early_stopping(
-    rounds: int, *, data_name: str | None, metric_name: str, save_best: bool = False, min_delta: float = 0.0
+    rounds: int, *, data_name: str | None, metric_name: str, save_best: bool = False, min_delta: float = 0.0,
+    maximize: bool = True,
 ):
     """XGBoost's ``EarlyStopping`` callback under gbrank's rule: one metric on one eval set,
-    higher is better (see :func:`gbrank.engines.watched`); the one place gbrank builds it."""
+    higher is better unless told otherwise (see :func:`gbrank.engines.watched`); the one
+    place gbrank builds it."""
     try:
         from xgboost.callback import EarlyStopping
     except ImportError as exc:
         raise ImportError("XGBoost's early stopping needs xgboost: pip install 'gbrank[xgboost]'") from exc
-    return EarlyStopping(rounds=int(rounds), metric_name=metric_name, data_name=data_name, maximize=True,
+    return EarlyStopping(rounds=int(rounds), metric_name=metric_name, data_name=data_name, maximize=maximize,
                          save_best=save_best, min_delta=min_delta)
 
 def report_callback(report: Callable[[int, float], None], data_name: str, metric_name: str):

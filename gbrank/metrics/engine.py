@@ -11,14 +11,16 @@ whose attributes plug into each engine::
               callbacks=[m.xgboost_early_stopping(20)])
 
 Specs are ``"<metric>"`` or ``"<metric>@<k>"`` with metric ``ndcg``, ``map``, ``mrr``
-(alias ``recip_rank``), ``precision`` (aliases ``p``, ``pre``) or ``err``; a spec may also be
-a pair ``(spec, options)`` whose options override the shared conventions for that metric
-(and may set its ``name``).
+(alias ``recip_rank``), ``precision`` (aliases ``p``, ``pre``) or ``err``, or one of the
+calibration metrics ``logloss`` and ``ece`` (:mod:`gbrank.metrics.calibration`; no cut-off);
+a spec may also be a pair ``(spec, options)`` whose options override the shared conventions
+for that metric (and may set its ``name``).
 
 Names are ``prefix + canonical spec``, ``"gbrank-ndcg@10"`` by default: the prefix keeps them
 apart from the engines' built-in ``ndcg@10`` and ``map@5``, which a run usually reports too
 (LightGBM adds its default metric unless ``metric="None"``) and which differ from gbrank's as
-soon as a convention differs. Names must be unique. Every metric is higher-is-better.
+soon as a convention differs. Names must be unique. The ranking metrics are
+higher-is-better, the calibration metrics (``logloss``, ``ece``) lower-is-better.
 
 With the default conventions, ``ndcg@k`` and ``map@k`` equal LightGBM's built-in ones and
 XGBoost's ``ndcg@k`` and ``map@k``; ``(("precision@k", {"divide_by": "min_kn",
@@ -27,10 +29,12 @@ variants. XGBoost's ``ndcg`` and ``map`` without a cut-off stop at rank 32; gbra
 the whole list (use ``ndcg@32`` to match).
 
 Early stopping. LightGBM reads ``is_higher_better`` from the returned tuples. XGBoost
-guesses the direction from the metric name and would guess *minimize* for these names:
-pass ``maximize=True`` with ``early_stopping_rounds=`` to ``xgb.train`` / ``xgb.cv``, or use
-:meth:`EngineMetrics.xgboost_early_stopping`, which maximises (gbrank reads nothing of the
-running training to set it). Which metric stops training is the engine's choice in plain
+guesses the direction from the metric name: it would *minimize* the ranking metrics' names
+(right for the calibration metrics, ``logloss`` and ``ece``, which are lower-is-better). With a
+ranking metric pass ``maximize=True`` with ``early_stopping_rounds=`` to ``xgb.train`` /
+``xgb.cv``, or use :meth:`EngineMetrics.xgboost_early_stopping`, which takes the watched
+metric's direction (gbrank reads nothing of the running training to set it). Which metric
+stops training is the engine's choice in plain
 ``lgb.train`` / ``xgb.train`` (XGBoost: the last metric on the last eval set); gbrank's rule,
 the first metric on the last eval set (:func:`gbrank.engines.watched`), is applied by
 :meth:`EngineMetrics.xgboost_early_stopping`, ``gbrank.engines.lightgbm.EarlyStopping`` and
@@ -49,9 +53,11 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from .._validation import check_float, check_int
 from ..engines import xgboost as xgboost_engine
 from .average_precision import _check_options as _map_options
 from .average_precision import mean_average_precision
+from .calibration import expected_calibration_error, log_loss
 from .err import _check_options as _err_options
 from .err import err
 from .ndcg import _check_options as _ndcg_options
@@ -70,14 +76,43 @@ __all__ = [
     "xgboost_metric",
 ]
 
+def _calibration_options(metric: str, k, max_label, n_bins: int = 10) -> None:
+    """Fail on a bad setting of a calibration metric before any data is read."""
+    if k is not None:
+        raise ValueError(f"{metric} is a calibration metric over all rows and takes no cut-off; write {metric!r}")
+    check_int("n_bins", n_bins, min=1)
+    check_float("max_label", max_label, min=0.0, strict=True, optional=True)
+
+
+# the calibration metrics in the ranking metrics' call shape (a cut-off they refuse)
+def _log_loss_at(y_true, y_pred, group, k, *, max_label=None):
+    return log_loss(y_true, y_pred, group, max_label=max_label)
+
+
+def _log_loss_options(k, *, max_label=None):
+    _calibration_options("logloss", k, max_label)
+
+
+def _ece_at(y_true, y_pred, group, k, *, n_bins=10, max_label=None):
+    return expected_calibration_error(y_true, y_pred, group, n_bins=n_bins, max_label=max_label)
+
+
+def _ece_options(k, *, n_bins=10, max_label=None):
+    _calibration_options("ece", k, max_label, n_bins)
+
+
 _REGISTRY: dict[str, tuple[Callable, Callable]] = {
     "ndcg": (ndcg, _ndcg_options),
     "map": (mean_average_precision, _map_options),
     "mrr": (mean_reciprocal_rank, _mrr_options),
     "precision": (precision_at_k, _precision_options),
     "err": (err, _err_options),
+    "logloss": (_log_loss_at, _log_loss_options),
+    "ece": (_ece_at, _ece_options),
 }
 _ALIASES = {"recip_rank": "mrr", "p": "precision", "pre": "precision"}
+# lower-is-better: the calibration metrics
+_LOWER = {"logloss", "ece"}
 _SPEC = re.compile(r"^([a-z_]+)(?:@([0-9]+))?$")
 
 
@@ -88,12 +123,13 @@ def _conventions(func: Callable) -> set[str]:
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """One parsed metric: its display name, function, cut-off and conventions."""
+    """One parsed metric: its display name, function, cut-off, conventions and direction."""
 
     name: str
     func: Callable
     k: int | None
     options: dict = field(default_factory=dict)
+    higher_is_better: bool = True
 
     def __call__(self, y_true, y_pred, group) -> float:
         return self.func(y_true, y_pred, group, self.k, **self.options)
@@ -126,7 +162,7 @@ def _parse(spec, conventions: dict, prefix: str) -> MetricSpec:
     check(k, **merged)
     if name is None:
         name = prefix + metric + ("" if k is None else f"@{k}")
-    return MetricSpec(name=name, func=func, k=k, options=merged)
+    return MetricSpec(name=name, func=func, k=k, options=merged, higher_is_better=metric not in _LOWER)
 
 
 def _warn_weights(engine: str) -> None:
@@ -147,14 +183,14 @@ class EngineMetrics:
     names : tuple of str
         Unique metric names, in the order the engines report them.
     higher_is_better : bool
-        Always True.
+        Whether every metric is higher-is-better (False once a calibration metric is listed;
+        each :class:`MetricSpec` says its own direction).
     """
-
-    higher_is_better = True
 
     def __init__(self, metrics: Sequence[MetricSpec]):
         self.metrics = tuple(metrics)
         self.names = tuple(m.name for m in self.metrics)
+        self.higher_is_better = all(m.higher_is_better for m in self.metrics)
 
     def __repr__(self) -> str:
         return f"EngineMetrics({list(self.names)!r})"
@@ -171,13 +207,14 @@ class EngineMetrics:
         if eval_data.get_weight() is not None:
             _warn_weights("LightGBM")
         results = self.evaluate(eval_data.get_label(), preds, eval_data.get_group())
-        return [(name, value, True) for name, value in results]
+        return [(name, value, m.higher_is_better) for (name, value), m in zip(results, self.metrics)]
 
     def lgbm_ranker(self, y_true, y_pred, weight, group) -> list[tuple[str, float, bool]]:
         """``eval_metric`` for ``LGBMRanker.fit``, in LightGBM's four-argument form."""
         if weight is not None:
             _warn_weights("LightGBM")
-        return [(name, value, True) for name, value in self.evaluate(y_true, y_pred, group)]
+        results = self.evaluate(y_true, y_pred, group)
+        return [(name, value, m.higher_is_better) for (name, value), m in zip(results, self.metrics)]
 
     def xgboost(self, preds, dmat) -> list[tuple[str, float]]:
         """``custom_metric`` for ``xgboost.train``: ``f(preds, dmat)``.
@@ -199,13 +236,15 @@ class EngineMetrics:
         min_delta: float = 0.0,
     ):
         """An ``xgboost.callback.EarlyStopping`` under gbrank's rule: it maximizes the first
-        metric of the list on the last eval set (:func:`gbrank.engines.watched`).
+        metric of the list on the last eval set (:func:`gbrank.engines.watched`), or
+        minimizes it for a calibration metric.
 
         Pass it in ``callbacks=`` of ``xgb.train`` together with ``custom_metric=self.xgboost``
         (and no ``early_stopping_rounds``). ``data_name`` defaults to the last eval set.
         """
         return xgboost_engine.early_stopping(
-            rounds, data_name=data_name, metric_name=self.names[0], save_best=save_best, min_delta=min_delta
+            rounds, data_name=data_name, metric_name=self.names[0], save_best=save_best, min_delta=min_delta,
+            maximize=self.metrics[0].higher_is_better,
         )
 
 
@@ -225,7 +264,7 @@ def make_metrics(
     **conventions
         Keyword arguments of the metric functions (``gain``, ``discount``, ``ties``,
         ``no_relevant``, ``denominator``, ``relevance_threshold``, ``divide_by``,
-        ``max_label``). Each goes to every listed metric that takes it; one that no listed
+        ``max_label``, ``n_bins``). Each goes to every listed metric that takes it; one that no listed
         metric takes is an error. Settings are checked here, before training starts.
 
     Returns

@@ -207,6 +207,11 @@ _GUIDES = {
                          _EXACT, _LINEAR),
     "ips_ranknet": Guide("clicks", "IPS RankNet", "Joachims et al. 2017", "inverse-propensity weighted pairs on clicks",
                          _FROZEN, _QUADRATIC),
+    "rcr": Guide("objectives/calibrated", "RCR", "Bai et al. 2023",
+                 "calibrated: sigmoid cross-entropy plus softmax over the same probabilities",
+                 "positive surrogate $1$", _LINEAR),
+    "weighted_logistic_softmax": Guide("objectives/calibrated", "logistic + softmax", "Bai et al. 2023 (baseline)",
+                                       "weighted sum of pointwise logistic and listwise softmax", _EXACT, _LINEAR),
     "pbm_listnet": Guide("objectives/pbm-listnet", "PBM softmax", "Guo et al. 2019; Wang et al. 2018",
                          "position-based model likelihood on clicks (propensities as score offsets)", _EXACT, _LINEAR),
 }
@@ -264,6 +269,14 @@ for _spec in (
                   "known or jointly estimated (Guo et al. 2019)",
                   labels="any", examples=({"propensity": None},),
                   in_default_bench=False),
+    ObjectiveSpec("rcr", "gbrank.objectives.calibrated", "calibrated",
+                  "RCR: sigmoid cross-entropy plus a softmax over the same sigmoids; calibrated scores (Bai et al. 2023)",
+                  labels="any", examples=({}, {"alpha": 0.1, "max_label": 40}), in_default_bench=False,
+                  hessian_bound=1.0, search_space=(Knob("alpha", 0.01, 0.99),)),
+    ObjectiveSpec("weighted_logistic_softmax", "gbrank.objectives.calibrated", "calibrated",
+                  "alpha * pointwise logistic + (1 - alpha) * listwise softmax on raw scores (RCR's baseline)",
+                  labels="any", examples=({}, {"alpha": 0.9}), in_default_bench=False,
+                  search_space=(Knob("alpha", 0.01, 0.99),)),
 ):
     register(_spec if _spec.guide is not None else replace(_spec, guide=_GUIDES.get(_spec.name)))
 del _spec

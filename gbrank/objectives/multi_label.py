@@ -1,0 +1,320 @@
+r"""Several relevance labels for one model: label aggregation and gradient aggregation.
+
+A training set has :math:`L` label columns :math:`y^{(1)}, \dots, y^{(L)}` (relevance, click,
+purchase, ...), and one ranking objective :math:`\ell(s; y)` that trains on one label. Every
+mode below calls the objective's own kernels, so any gbrank objective works.
+
+Label aggregation (``aggregate="label"`` and ``"stochastic"``)
+    ``"label"``: the objective trains on the weighted combination
+    :math:`\bar y_i = \sum_l w_l y^{(l)}_i`, with weights per label or per query (the hand
+    mix, computed once). ``"stochastic"``: stochastic label aggregation (Mahapatra et al.,
+    KDD 2023): at every iteration each query trains on one label :math:`l`, drawn with
+    probability :math:`w_l`, so that the expected gradient is the weighted sum of the
+    labels' gradients while each step sees real labels. The draws come from a hash of
+    ``seed``, the query and its current scores (as the randomised objectives' draws): fresh at
+    every iteration, identical when a training is repeated.
+
+Gradient aggregation (``aggregate="gradient"`` and ``"constrained"``)
+    ``"gradient"``: :math:`g = \sum_l w_l \nabla \ell(s; y^{(l)})`, and the same sum of
+    hessians and losses: the linear scalarisation of the :math:`L` objectives.
+    ``"constrained"``: the first label is the primary objective and each other label
+    :math:`l` must keep its NDCG@k above a floor :math:`b_l` (Momma et al. 2020). Each
+    iteration weighs label :math:`l` by
+    :math:`w_l + \mu \max(0, b_l - \mathrm{NDCG@k}(s; y^{(l)}))`: a label below its floor
+    gets a weight that grows with the shortfall, one above it keeps its base weight. This
+    is the stateless penalty form of the paper's augmented Lagrangian (whose multipliers
+    accumulate the shortfall over iterations): an objective is a value and keeps no state
+    between iterations. Within an iteration the weights are fixed, so the gradient and
+    hessian are those of the weighted loss (as LambdaRank's pair weights).
+
+The weights are normalised to sum to 1 (per query when given per query). The label columns
+are given to the objective, aligned with the training rows; the engines hold only one label,
+which must be the first column (what their metrics and early stopping see): a training set
+whose row count or first label differs is refused with the fix. An ``lgb.cv`` or ``xgb.cv``
+fold therefore fails (its rows are a subset), as does a Dask partition.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+from numba import njit
+
+from .._validation import check_float, check_int, check_labels
+from ..engines.statistics import Statistics
+from ._base import RankingObjective
+from ._random import next_uniform, query_keys, query_stream
+
+__all__ = ["AGGREGATES", "MultiLabel", "MultiLabelState", "multi_label"]
+
+AGGREGATES = ("gradient", "label", "stochastic", "constrained")
+
+
+@njit(cache=True)
+def draw_labels(scores, offsets, cumulative, keys):
+    """One label per query, drawn with the probabilities whose cumulative sums are
+    ``cumulative`` (one row per query), from a hash of the query's key (its seed and labels,
+    :func:`gbrank.objectives._random.query_keys`) and scores."""
+    n_queries = offsets.shape[0] - 1
+    choice = np.empty(n_queries, dtype=np.int64)
+    for q in range(n_queries):
+        state = query_stream(keys[q], scores, offsets[q], offsets[q + 1])
+        _, u = next_uniform(state)
+        label = 0
+        last = cumulative.shape[1] - 1
+        while label < last and u >= cumulative[q, label]:
+            label += 1
+        choice[q] = label
+    return choice
+
+
+class MultiLabelState(NamedTuple):
+    """Per-dataset state: the objective's state of each label column (or of their mix), the
+    per-query weights, the offsets, the label columns and each query's random key."""
+
+    inner: tuple
+    weights: np.ndarray
+    offsets: np.ndarray
+    labels: np.ndarray
+    keys: np.ndarray
+
+
+def _check_columns(labels) -> np.ndarray:
+    columns = np.asarray(labels)
+    if columns.ndim != 2 or columns.shape[1] < 2:
+        raise ValueError(
+            f"labels must be a 2-D array of shape (n_rows, n_labels) with at least two label columns, got shape "
+            f"{columns.shape}; for one label, use the objective itself"
+        )
+    for j in range(columns.shape[1]):
+        check_labels(columns[:, j], name=f"labels[:, {j}]")
+    return np.ascontiguousarray(columns, dtype=np.float64)
+
+
+def _check_weights(weights, n_labels: int | None, aggregate: str) -> np.ndarray | None:
+    """Normalised weights; None while neither weights nor label columns are given."""
+    if weights is None:
+        if n_labels is None:
+            return None
+        weights = np.eye(n_labels)[0] if aggregate == "constrained" else np.full(n_labels, 1.0 / n_labels)
+    w = np.asarray(weights, dtype=np.float64)
+    shown = "n_labels" if n_labels is None else n_labels
+    if w.ndim not in (1, 2) or (n_labels is not None and w.shape[-1] != n_labels):
+        raise ValueError(f"weights must have shape ({shown},) or (n_queries, {shown}), got {w.shape}")
+    if w.ndim == 2 and aggregate not in ("label", "stochastic"):
+        raise ValueError(f"weights per query (a 2-D array) are for label aggregation; aggregate={aggregate!r} "
+                         "takes one weight per label")
+    if not np.isfinite(w).all() or (w < 0).any():
+        raise ValueError(f"weights must be finite and non-negative, got {weights!r}")
+    sums = w.sum(axis=-1)
+    if (sums <= 0).any():
+        raise ValueError("weights must not all be zero (for a query, with weights per query)")
+    return w / sums[..., None]
+
+
+class MultiLabel(RankingObjective):
+    """One objective trained on several label columns; build it with :func:`multi_label`."""
+
+    factory = "multi_label"
+    _setting_names = ("objective", "aggregate", "weights", "floors", "k", "penalty", "seed")
+
+    def __init__(self, *, objective, labels, aggregate, weights, floors, k, penalty, seed, hess_floor,
+                 hess_scale) -> None:
+        super().__init__(hess_floor=hess_floor, hess_scale=hess_scale)
+        if not isinstance(objective, RankingObjective) or isinstance(objective, MultiLabel):
+            raise TypeError(f"objective must be a gbrank objective (e.g. gbrank.lambdarank()), got {objective!r}")
+        if aggregate not in AGGREGATES:
+            raise ValueError(f"aggregate must be one of {AGGREGATES}, got {aggregate!r}")
+        self.objective = objective
+        self.aggregate = aggregate
+        self.labels = None if labels is None else _check_columns(labels)
+        n_labels = None if labels is None else self.labels.shape[1]
+        self.weights = _check_weights(weights, n_labels, aggregate)
+        if aggregate == "constrained":
+            shown = "n_labels - 1" if n_labels is None else n_labels - 1
+            if floors is None:
+                raise ValueError("aggregate='constrained' needs floors: the lowest NDCG@k of each label after the "
+                                 f"first, {shown} values in [0, 1]")
+            floors = np.asarray(floors, dtype=np.float64)
+            if floors.ndim != 1 or (n_labels is not None and floors.size != n_labels - 1) \
+                    or not ((floors >= 0) & (floors <= 1)).all():
+                raise ValueError(f"floors must be {shown} values in [0, 1] (one per label after the first), "
+                                 f"got {floors.tolist()}")
+        elif floors is not None:
+            raise ValueError("floors are for aggregate='constrained'")
+        self.floors = floors
+        self.k = check_int("k", k, min=1)
+        self.penalty = check_float("penalty", penalty, min=0.0)
+        self.seed = check_int("seed", seed, min=0)
+        # the inner objective decides these
+        self.shift_invariant = objective.shift_invariant
+        self.ignores_orderless_queries = objective.ignores_orderless_queries
+
+    def with_labels(self, labels) -> MultiLabel:
+        """The same objective bound to the label columns ``labels`` (what :class:`gbrank.Ranker`
+        does with a 2-D ``y``)."""
+        settings = {name: getattr(self, name) for name in self._setting_names}
+        return MultiLabel(labels=labels, hess_floor=self.hess_floor, hess_scale=self.hess_scale, **settings)
+
+    # ----------------------------------------------------------------- per dataset
+    def _label_check(self, y_true, offsets):
+        if self.labels is None:
+            raise ValueError(
+                "this multi-label objective has no label columns: give them with multi_label(objective, labels=Y) "
+                "for lgb.train / xgb.train, or fit gbrank.Ranker with y of shape (n_rows, n_labels)"
+            )
+        labels = check_labels(y_true, offsets=offsets)
+        n, expected = labels.shape[0], self.labels.shape[0]
+        if n != expected:
+            raise ValueError(
+                f"the training data has {n} rows but the multi-label objective was given {expected} rows of labels: "
+                "give multi_label(labels=...) the label columns of exactly the training rows, in their order "
+                "(lgb.cv / xgb.cv folds and Dask partitions hold other rows and are not supported)"
+            )
+        # the engines hold labels as float32
+        differs = np.flatnonzero(labels.astype(np.float32) != self.labels[:, 0].astype(np.float32))
+        if differs.size:
+            row = int(differs[0])
+            raise ValueError(
+                f"the training label at row {row} (query {int(np.searchsorted(offsets, row, side='right')) - 1}) is {labels[row]:g} but the "
+                f"first label column holds {self.labels[row, 0]:g}: give the engine labels[:, 0] as its label, with "
+                "the rows in the order of labels"
+            )
+        return labels
+
+    def _row_weights(self, offsets) -> np.ndarray:
+        """Weights per query, shape (n_queries, n_labels)."""
+        n_queries = offsets.size - 1
+        if self.weights.ndim == 2:
+            if self.weights.shape[0] != n_queries:
+                raise ValueError(f"weights per query have {self.weights.shape[0]} rows but the training data has "
+                                 f"{n_queries} queries")
+            return self.weights
+        return np.broadcast_to(self.weights, (n_queries, self.weights.size))
+
+    def _prepare(self, labels, offsets, statistics):
+        weights = np.ascontiguousarray(self._row_weights(offsets))
+        inner = self.objective
+        # each column's state from its own labels, not from the statistics of the first
+        own = Statistics()
+        if self.aggregate == "label":
+            mixed = np.einsum("ij,ij->i", self.labels, np.repeat(weights, np.diff(offsets), axis=0))
+            states = (inner._prepare(inner._label_check(mixed, offsets), offsets, own),)
+        else:
+            states = tuple(inner._prepare(inner._label_check(np.ascontiguousarray(column), offsets), offsets, own)
+                           for column in self.labels.T)
+        return MultiLabelState(states, weights, offsets, self.labels,
+                               query_keys(self.seed, np.ascontiguousarray(self.labels[:, 0]), offsets))
+
+    # ----------------------------------------------------------------- per iteration
+    def _label_weights(self, state: MultiLabelState, scores) -> np.ndarray:
+        """The weight of each label in each query at these scores, shape (n_queries, n_labels)."""
+        if self.aggregate == "stochastic":
+            drawn = draw_labels(scores, state.offsets, np.cumsum(state.weights, axis=1), state.keys)
+            return np.eye(state.weights.shape[1])[drawn]
+        if self.aggregate == "constrained":
+            from ..metrics.ndcg import ndcg
+
+            sizes = np.diff(state.offsets)
+            boost = np.array([self.penalty * max(0.0, floor - ndcg(column, scores, sizes, self.k))
+                              for floor, column in zip(self.floors, state.labels.T[1:])])
+            return state.weights + np.concatenate(([0.0], boost))[None, :]
+        return state.weights
+
+    def _grad_hess(self, state: MultiLabelState, scores, grad, hess) -> None:
+        inner = self.objective
+        if self.aggregate == "label":
+            inner._grad_hess(state.inner[0], scores, grad, hess)
+            return
+        rows = np.diff(state.offsets)
+        weights = self._label_weights(state, scores)
+        n = scores.shape[0]
+        for j, inner_state in enumerate(state.inner):
+            w = np.repeat(weights[:, j], rows)
+            if not w.any():
+                continue
+            g, h = np.zeros(n), np.zeros(n)
+            inner._grad_hess(inner_state, scores, g, h)
+            grad += w * g
+            hess += w * h
+
+    def _loss(self, state: MultiLabelState, scores) -> np.ndarray:
+        inner = self.objective
+        if self.aggregate == "label":
+            return inner._loss(state.inner[0], scores)
+        weights = self._label_weights(state, scores)
+        return sum(weights[:, j] * inner._loss(s, scores) for j, s in enumerate(state.inner))
+
+    def _params(self) -> dict[str, Any]:
+        params = super()._params()
+        for name in ("weights", "floors"):
+            if params[name] is not None:
+                params[name] = params[name].tolist()
+        shown = None if self.labels is None else f"<{self.labels.shape[0]} x {self.labels.shape[1]}>"
+        return {"labels": shown, **params}
+
+
+def multi_label(
+    objective: RankingObjective,
+    labels=None,
+    *,
+    aggregate: str = "gradient",
+    weights=None,
+    floors=None,
+    k: int = 10,
+    penalty: float = 10.0,
+    seed: int = 0,
+    hess_floor: float = 1e-6,
+    hess_scale: float = 1.0,
+) -> MultiLabel:
+    r"""Train one ranking objective on several label columns.
+
+    Parameters
+    ----------
+    objective : gbrank objective
+        The loss each label is trained with (``gbrank.lambdarank()``, ``gbrank.listnet()``,
+        ...). With ``aggregate="label"`` it sees the mixed labels, which are fractional: use
+        an objective that takes any label (e.g. a linear gain or target).
+    labels : array-like of shape (n_rows, n_labels), optional
+        The label columns of the training rows, in their order. The engine's label must be
+        the first column (LightGBM's ``Dataset(label=labels[:, 0])``, XGBoost's
+        ``DMatrix(label=labels[:, 0])``). Leave it out for :class:`gbrank.Ranker`, which
+        binds the columns of its 2-D ``y``.
+    aggregate : {"gradient", "label", "stochastic", "constrained"}, default="gradient"
+        How the labels are combined: the weighted sum of the labels' gradients, the
+        weighted sum of the labels, one label per query and iteration drawn with the
+        weights, or the first label's objective with the others' NDCG@k kept above
+        ``floors``. See :mod:`gbrank.objectives.multi_label`.
+    weights : array-like of shape (n_labels,) or (n_queries, n_labels), optional
+        Non-negative weights of the labels, normalised to sum to 1 (per query when 2-D,
+        which ``"label"`` and ``"stochastic"`` take). Default: equal weights; for
+        ``"constrained"``, all on the first label.
+    floors : array-like of shape (n_labels - 1,), optional
+        ``"constrained"`` only: the lowest NDCG@``k`` of each label after the first.
+    k : int, default=10
+        Cut-off of the NDCG the floors speak of.
+    penalty : float, default=10.0
+        ``"constrained"``: weight added per unit of NDCG a label falls short of its floor.
+    seed : int, default=0
+        Seed of the ``"stochastic"`` draws.
+    hess_floor : float, default=1e-6
+        Lower bound on every row's hessian.
+    hess_scale : float, default=1.0
+        Factor on every row's hessian.
+
+    Returns
+    -------
+    MultiLabel
+
+    Examples
+    --------
+    >>> import numpy as np, gbrank
+    >>> labels = np.array([[2, 0], [0, 1], [1, 1], [0, 0]], dtype=float)  # relevance, click
+    >>> s = np.array([0.5, 1.0, -0.5, 0.2])
+    >>> objective = gbrank.multi_label(gbrank.listnet(target="linear"), labels, weights=[0.7, 0.3])
+    >>> objective.grad_hess(labels[:, 0], s, group=[4])[0].round(4).tolist()
+    [-0.2014, 0.2713, -0.1689, 0.099]
+    """
+    return MultiLabel(objective=objective, labels=labels, aggregate=aggregate, weights=weights, floors=floors, k=k,
+                      penalty=penalty, seed=seed, hess_floor=hess_floor, hess_scale=hess_scale)

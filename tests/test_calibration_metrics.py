@@ -1,0 +1,178 @@
+"""Calibration metrics (log loss, expected calibration error, reliability diagram) against
+independent references, and their direction in both engines' early stopping."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gbrank
+from gbrank.metrics import (calibration_bins, expected_calibration_error, lightgbm_feval, log_loss, make_metrics,
+                            reliability_diagram, xgboost_metric)
+
+lgb = pytest.importorskip("lightgbm")
+xgb = pytest.importorskip("xgboost")
+
+
+def expit(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def direct_ece(y, s, n_bins):
+    """Bins [b/B, (b+1)/B), the last one closed, row by row."""
+    p = expit(np.asarray(s, dtype=float))
+    total = 0.0
+    for b in range(n_bins):
+        lo, hi = b / n_bins, (b + 1) / n_bins
+        rows = [i for i in range(p.size) if lo <= p[i] < hi or (b == n_bins - 1 and p[i] == 1.0)]
+        if rows:
+            total += len(rows) / p.size * abs(np.mean(np.asarray(y, dtype=float)[rows]) - np.mean(p[rows]))
+    return total
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_log_loss_equals_sklearn_on_binary_labels(seed):
+    metrics = pytest.importorskip("sklearn.metrics")
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, 200).astype(float)
+    s = rng.normal(scale=2.0, size=200)
+    assert log_loss(y, s) == pytest.approx(metrics.log_loss(y, expit(s)), rel=1e-12)
+
+
+def test_log_loss_of_graded_labels_is_the_soft_target_cross_entropy():
+    y, s = np.array([4.0, 0.0, 2.0, 1.0, 3.0]), np.array([1.0, -2.0, 0.3, 0.0, 5.0])
+    t = y / 4
+    direct = np.mean(-t * np.log(expit(s)) - (1 - t) * np.log(1 - expit(s)))
+    assert log_loss(y, s, max_label=4) == pytest.approx(direct, rel=1e-12)
+
+
+def test_log_loss_needs_no_clipping_at_large_scores():
+    assert log_loss([1, 0], [800.0, -800.0]) == 0.0
+    assert log_loss([0, 1], [800.0, -800.0]) == pytest.approx(800.0)
+
+
+@pytest.mark.parametrize("n_bins", [1, 5, 10, 15])
+@pytest.mark.parametrize("seed", range(4))
+def test_ece_equals_a_direct_computation(seed, n_bins):
+    rng = np.random.default_rng(seed)
+    s = rng.normal(scale=2.0, size=300)
+    y = (rng.uniform(size=300) < expit(0.7 * s + 0.3)).astype(float)
+    assert expected_calibration_error(y, s, n_bins=n_bins) == pytest.approx(direct_ece(y, s, n_bins), abs=1e-12)
+
+
+def test_ece_bins_and_conventions():
+    # probability exactly 1 falls in the last bin; empty bins count zero; a perfectly
+    # calibrated set scores 0
+    bins = calibration_bins([1, 0, 1], [800.0, 0.0, 0.0], n_bins=4)
+    assert bins.count.tolist() == [0, 0, 2, 1] and np.isnan(bins.predicted[0])
+    s = np.zeros(10)
+    assert expected_calibration_error([1, 0] * 5, s) == 0.0
+    assert expected_calibration_error([1] * 10, s) == pytest.approx(0.5)
+
+
+def test_graded_labels_need_max_label():
+    with pytest.raises(ValueError, match=r"y_true\[4\] = 3 at row 4 \(query 1\) exceeds .*pass max_label="):
+        log_loss([0, 1, 0, 1, 3, 0], np.zeros(6), [3, 3])
+    with pytest.raises(ValueError, match="max_label must be a positive number"):
+        expected_calibration_error([0, 1], [0.0, 0.0], max_label=0)
+    with pytest.raises(ValueError, match=r"y_pred contains NaN at row 1"):
+        log_loss([0, 1], [0.0, np.nan])
+
+
+def test_make_metrics_takes_calibration_specs():
+    metrics = make_metrics(["ndcg@3", "logloss", ("ece", {"n_bins": 5})])
+    assert metrics.names == ("gbrank-ndcg@3", "gbrank-logloss", "gbrank-ece")
+    assert [m.higher_is_better for m in metrics.metrics] == [True, False, False]
+    assert metrics.higher_is_better is False
+    y, s = [1, 0, 1, 0], [2.0, -1.0, 0.0, 0.5]
+    values = dict(metrics.evaluate(y, s, [4]))
+    assert values["gbrank-logloss"] == log_loss(y, s)
+    assert values["gbrank-ece"] == expected_calibration_error(y, s, n_bins=5)
+    with pytest.raises(ValueError, match="takes no cut-off; write 'logloss'"):
+        make_metrics("logloss@5")
+    with pytest.raises(ValueError, match="n_bins"):
+        make_metrics("ece", n_bins=0)
+
+
+def test_lightgbm_feval_says_lower_is_better():
+    data = lgb.Dataset(np.arange(4.0).reshape(-1, 1), label=[1, 0, 1, 0], group=[4], params={"verbose": -1}).construct()
+    out = lightgbm_feval(["ndcg@3", "logloss"])(np.array([0.5, 1.0, -0.5, 0.2]), data)
+    assert [(name, higher) for name, _, higher in out] == [("gbrank-ndcg@3", True), ("gbrank-logloss", False)]
+
+
+# --------------------------------------------------------------------------- early stopping
+def click_data(seed, n_queries=60, docs=10):
+    rng = np.random.default_rng(seed)
+    n = n_queries * docs
+    X = rng.normal(size=(n, 4))
+    y = (rng.uniform(size=n) < expit(X[:, 0] - 0.5)).astype(float)
+    return X, y, np.full(n_queries, docs)
+
+
+@pytest.fixture(scope="module")
+def splits():
+    return click_data(0), click_data(1)
+
+
+def xgb_train(splits, metric, rounds=80, **kwargs):
+    (X, y, g), (Xv, yv, gv) = splits
+    obj = gbrank.rcr()
+    history = {}
+    booster = xgb.train(
+        {"eta": 0.8, "max_depth": 6, "nthread": 1, "min_child_weight": 1e-3, "base_score": 0.0},
+        xgb.DMatrix(X, y, group=g), num_boost_round=rounds, obj=obj,
+        evals=[(xgb.DMatrix(Xv, yv, group=gv), "valid")], custom_metric=metric, evals_result=history,
+        verbose_eval=False, **kwargs,
+    )
+    return booster, history["valid"]
+
+
+def test_xgboost_early_stopping_minimises_log_loss(splits):
+    booster, curves = xgb_train(splits, xgboost_metric(["ndcg@5", "logloss"]), early_stopping_rounds=5)
+    curve = curves["gbrank-logloss"]  # the last metric, which XGBoost watches
+    assert booster.best_iteration == int(np.argmin(curve))  # the lowest, not the highest
+    assert int(np.argmin(curve)) != int(np.argmax(curve))
+    assert len(curve) == booster.best_iteration + 1 + 5
+
+
+def test_xgboost_early_stopping_callback_follows_the_first_metric(splits):
+    metrics = make_metrics(["ece", "ndcg@5"])
+    booster, curves = xgb_train(splits, metrics.xgboost, callbacks=[metrics.xgboost_early_stopping(5)])
+    curve = curves["gbrank-ece"]
+    assert booster.best_iteration == int(np.argmin(curve))
+    # the ranking metric after a calibration one is maximised when it is watched and XGBoost
+    # is told so (it would minimise the name)
+    booster, curves = xgb_train(splits, xgboost_metric(["logloss", "ndcg@5"]), early_stopping_rounds=5, maximize=True)
+    assert booster.best_iteration == int(np.argmax(curves["gbrank-ndcg@5"]))
+
+
+def test_lightgbm_early_stopping_minimises_log_loss(splits):
+    (X, y, g), (Xv, yv, gv) = splits
+    history = {}
+    booster = lgb.train(
+        {"objective": gbrank.rcr(), "metric": "None", "verbosity": -1, "learning_rate": 0.8, "num_leaves": 31,
+         "min_data_in_leaf": 2, "num_threads": 1},
+        lgb.Dataset(X, y, group=g), num_boost_round=80,
+        valid_sets=[lgb.Dataset(Xv, yv, group=gv)], valid_names=["valid"],
+        feval=make_metrics(["logloss"]).lightgbm,
+        callbacks=[lgb.early_stopping(5, verbose=False), lgb.record_evaluation(history)],
+    )
+    curve = history["valid"]["gbrank-logloss"]
+    assert booster.best_iteration == int(np.argmin(curve)) + 1
+    assert int(np.argmin(curve)) != int(np.argmax(curve))
+
+
+# --------------------------------------------------------------------------- the plot
+def test_reliability_diagram_draws_the_bins():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    rng = np.random.default_rng(0)
+    s = rng.normal(size=500)
+    y = (rng.uniform(size=500) < expit(s)).astype(float)
+    ax = reliability_diagram(y, s, n_bins=5, label="rcr")
+    curve = ax.lines[1]
+    bins = calibration_bins(y, s, n_bins=5)
+    np.testing.assert_allclose(curve.get_xdata(), bins.predicted[bins.count > 0])
+    np.testing.assert_allclose(curve.get_ydata(), bins.observed[bins.count > 0])
+    assert "rcr (ECE " in ax.get_legend().get_texts()[0].get_text()
+    matplotlib.pyplot.close(ax.figure)
