@@ -201,8 +201,10 @@ def dataset(
     params: dict | None = None,
     reference=None,
     free_raw_data: bool = True,
+    categorical_feature="auto",
 ):
-    """A constructed ``lightgbm.Dataset`` with query groups (and optional fields)."""
+    """A constructed ``lightgbm.Dataset`` with query groups (and optional fields);
+    ``categorical_feature`` as ``lightgbm.Dataset`` takes it."""
     import lightgbm as lgb
 
     data = lgb.Dataset(
@@ -215,6 +217,7 @@ def dataset(
         params=dict(params or {}),
         reference=reference,
         free_raw_data=free_raw_data,
+        categorical_feature=categorical_feature,
     )
     _positions.remember(data)
     return data.construct()
