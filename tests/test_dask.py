@@ -539,3 +539,14 @@ def test_predict_uses_the_best_round_of_an_early_stopped_xgboost_model(client, t
     assert value == pytest.approx(max(history["test"]["gbrank-ndcg@10"]), abs=1e-6)
     every = gdask.predict(booster, test_frame, rounds=booster.num_boosted_rounds()).compute().to_numpy()
     np.testing.assert_allclose(every, booster.inplace_predict(local), rtol=1e-6)
+
+
+def test_categorical_features_are_refused_with_the_fix(client, train_frame):
+    frame = train_frame.assign(f0=train_frame["f0"].round(1).astype("category"))
+    for call in (lambda: gdask.train_lightgbm(client, frame, gbrank.listmle(), num_boost_round=1),
+                 lambda: gdask.train_xgboost(client, frame, gbrank.listmle(), num_boost_round=1)):
+        with pytest.raises(TypeError, match=r"numeric features; \['f0'\] hold category values.*cat\.codes.*Ranker"):
+            call()
+    booster = gdask.train_xgboost(client, train_frame, gbrank.listmle(), num_boost_round=1)
+    with pytest.raises(TypeError, match="numeric features"):
+        gdask.predict(booster, frame)

@@ -31,6 +31,19 @@ def require_frame(df, qid_col: str):
         raise TypeError(f"query ids in {qid_col!r} must be integers, got dtype {df[qid_col].dtype}")
 
 
+def require_numeric(df, features: Sequence[str]) -> None:
+    """Refuse feature columns that are not numbers: neither engine's Dask interface trains
+    pandas categoricals or strings here."""
+    other = [str(c) for c in features if not pd.api.types.is_numeric_dtype(df[c].dtype)
+             and not pd.api.types.is_bool_dtype(df[c].dtype)]
+    if other:
+        raise TypeError(
+            f"gbrank.dask takes numeric features; {other} hold {df[other[0]].dtype} values: give their "
+            f"codes (df[{other[0]!r}].cat.codes for a categorical), or train on one machine with "
+            "gbrank.Ranker, which takes pandas categoricals"
+        )
+
+
 def from_arrays(X, y, qid, *, feature_names: Sequence[str] | None = None, label_col: str = "label", qid_col: str = "qid"):
     """One Dask DataFrame from a Dask feature array, labels and query ids.
 

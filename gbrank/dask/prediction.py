@@ -9,6 +9,7 @@ import pandas as pd
 
 from ..engines import best_rounds
 from ..engines import predict as engine_predict
+from .layout import require_numeric
 
 __all__ = ["predict"]
 
@@ -37,6 +38,7 @@ def predict(booster, df, features: Sequence[str] | None = None, *, rounds: int |
     missing = [c for c in features if c not in df.columns]
     if missing:
         raise ValueError(f"the DataFrame lacks the model's features {missing[:5]}")
+    require_numeric(df, features)
     if rounds is None:
         rounds = best_rounds(booster)
     # The whole partition goes to the task (not df[features]): Dask reads a projection of

@@ -14,7 +14,7 @@ from ..engines import Statistics, is_builtin, uses_position, watched
 from ..engines import dask as dask_engine
 from ..engines import lightgbm as lightgbm_engine
 from ..engines import xgboost as xgboost_engine
-from .layout import check_partitions, partition_rows, query_sizes, require_frame, stable_partitions
+from .layout import check_partitions, partition_rows, query_sizes, require_frame, require_numeric, stable_partitions
 from .metrics import distributed_metrics
 
 __all__ = ["train_lightgbm", "train_xgboost"]
@@ -29,6 +29,7 @@ def _columns(df, label_col, qid_col, weight_col, features, position_col=None):
     features = list(features)
     if not features:
         raise ValueError("no feature columns")
+    require_numeric(df, features)
     return features
 
 
