@@ -33,7 +33,7 @@ def test_metrics_take_query_ids_in_any_row_order(name):
 
 def test_metrics_refuse_missing_or_doubled_queries():
     y, s = np.array([1.0, 0.0, 2.0]), np.array([0.3, 0.2, 0.1])
-    with pytest.raises(TypeError, match=r"group= \(sizes of consecutive queries\) or qid="):
+    with pytest.raises(ValueError, match=r"query groups are required: .* or qid"):
         gbrank.metrics.ndcg(y, s)
     with pytest.raises(ValueError, match="not both"):
         gbrank.metrics.ndcg(y, s, [3], qid=[1, 1, 1])

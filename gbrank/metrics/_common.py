@@ -67,8 +67,7 @@ def by_query(y_true, y_pred, group, qid):
     rows of a query anywhere): with ids, the rows are gathered by ascending query id, in
     input order within a query, as ``gbrank.Ranker`` gathers them."""
     if qid is None:
-        if group is None:
-            raise TypeError("pass the queries: group= (sizes of consecutive queries) or qid= (one query id per row)")
+        # without either, check_group says that query groups are required
         return y_true, y_pred, group
     if group is not None:
         raise ValueError("pass the queries once: group= (sizes) or qid= (one id per row), not both")
