@@ -474,9 +474,9 @@ class Ranker(BaseEstimator):
         categorical = _categorical_columns(X)
         if reset:
             self.categorical_features_ = categorical
-        elif categorical != self.categorical_features_:
+        elif categorical != getattr(self, "categorical_features_", []):
             raise ValueError(
-                f"this Ranker was fitted with the categorical columns {self.categorical_features_}, "
+                f"this Ranker was fitted with the categorical columns {getattr(self, 'categorical_features_', [])}, "
                 f"but X has {categorical}: pass a DataFrame with the columns and dtypes of fit"
             )
         # Ranking needs two documents; one row would train a constant model.
