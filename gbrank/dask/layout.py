@@ -313,7 +313,7 @@ def query_sizes(df, qid_col: str = "qid"):
 def check_partitions(df, qid_col: str = "qid", *, ascending: bool = False) -> pd.DataFrame:
     """Check that every query sits whole, and contiguous, in one partition.
 
-    The partitions are those of the whole frame (:func:`stable_partitions`), which the
+    The partitions are those of the whole frame, which the
     engines train on: a frame read from files is read whole, since Dask may read its
     query-id column alone in fewer partitions.
 
