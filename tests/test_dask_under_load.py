@@ -1,6 +1,7 @@
-"""The Dask tests that place partitions hold on a busy machine.
+"""The Dask placement tests hold on a busy machine.
 
-They once failed only when other jobs loaded the machine (a task stolen by an idle worker).
+They once failed only when other jobs loaded the machine (most likely a task that an idle
+worker stole, which the test took for a misplaced partition).
 Here they run in a pytest of their own beside two processes that keep cores busy, as a
 loaded CI machine would.
 """
@@ -27,7 +28,7 @@ def test_placement_tests_hold_beside_two_busy_processes():
     try:
         result = subprocess.run(
             [sys.executable, "-m", "pytest", "tests/test_dask.py", "-q", "-p", "no:cacheprovider",
-             "-k", "place_partitions", "-W", "ignore::DeprecationWarning"],
+             "-k", "holds_every_partition_on_its_worker or spreads_rows", "-W", "ignore::DeprecationWarning"],
             cwd=ROOT, capture_output=True, text=True, timeout=300,
         )
     finally:
