@@ -14,9 +14,10 @@ import numbers
 from typing import Any, Callable
 
 import numpy as np
+import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_array, check_consistent_length, check_is_fitted, validate_data
 
 from ._frame import QueryOrder, query_order, split_qid
 from ._validation import check_labels, check_weights
@@ -51,6 +52,9 @@ _RESERVED = frozenset(
 )
 
 _IMPORTANCE = {"gain": ("gain", "total_gain"), "split": ("split", "weight")}
+
+# LightGBM's names of its categorical_feature parameter.
+_CATEGORICAL_PARAMS = ("categorical_feature", "cat_feature", "categorical_column", "cat_column", "categorical_features")
 
 
 def _positive_int(value, name: str) -> int:
@@ -105,11 +109,18 @@ class Ranker(BaseEstimator):
     params : dict, optional
         Further engine parameters, passed as they are and applied last (they win over the
         arguments above). The objective, metric and number of rounds cannot be set here.
+        LightGBM's ``categorical_feature`` (indices, or ``"name:a,b"`` with a DataFrame's
+        column names) goes to the training set, where LightGBM reads it.
 
     Attributes
     ----------
     booster_ : lightgbm.Booster or xgboost.Booster
-        The trained model.
+        The trained model, holding the rounds :meth:`predict` uses and no more: under early
+        stopping the rounds up to the best one. Saved (``save_model``) and loaded anywhere,
+        it predicts what :meth:`predict` does. LightGBM's ``lgb.train`` keeps those rounds
+        alone; XGBoost keeps every round trained, so ``booster_`` is then the slice
+        ``booster[:best_iteration_]``, with XGBoost's ``best_iteration`` and
+        ``best_score`` attributes kept (the rounds trained are in ``evals_result_``).
     objective_ : callable or str
         The objective trained: a copy of ``objective`` (which stays untouched), or
         ``gbrank.listmle()`` when it is None.
@@ -127,7 +138,11 @@ class Ranker(BaseEstimator):
     n_features_in_ : int
         Number of features seen in :meth:`fit` (without the query-id column).
     feature_names_in_ : ndarray of str
-        Feature names, when ``X`` was a DataFrame with string column names.
+        Feature names, when ``X`` was a DataFrame with string column names; the booster's
+        feature names too.
+    categorical_features_ : list of str
+        The DataFrame's columns of pandas ``category`` dtype, trained as categorical
+        features (empty for other input).
 
     Notes
     -----
@@ -137,6 +152,12 @@ class Ranker(BaseEstimator):
     different model without a word. With query ids, rows of a query need not be contiguous;
     they are grouped (queries by ascending id, the rows of a query in input order) before
     training and scoring, so any interleaving of the queries trains the same model. :meth:`predict` scores rows one by one and returns them in the caller's order.
+
+    **Categorical features.** A DataFrame's columns of pandas ``category`` dtype train as
+    categorical features in both engines, as ``LGBMRanker`` and XGBoost's
+    ``enable_categorical=True`` take them; each engine keeps the categories it saw and maps
+    those of the frames :meth:`predict` gets onto them by value. Columns of strings or
+    objects are refused with the conversion that fixes them (``X[col].astype("category")``).
 
     **Sample weights** are per row. With XGBoost, which weights whole queries, the rows of a
     query must share one weight.
@@ -297,9 +318,11 @@ class Ranker(BaseEstimator):
             if not evals:
                 raise ValueError("early_stopping_rounds needs an eval_set to watch")
         train = _fit_lightgbm if engine == "lightgbm" else _fit_xgboost
+        params = self._engine_params(engine)
         evals_result: dict = {}
         booster, best, dtrain = train(
-            params=self._engine_params(engine),
+            params=params,
+            categorical=_categorical_param(params, engine),
             objective=objective,
             data=(X, y, rows.sizes, weight, position),
             evals=evals,
@@ -317,7 +340,7 @@ class Ranker(BaseEstimator):
             self.propensity_ = objective.binding(dtrain).propensity_
         elif hasattr(self, "propensity_"):
             del self.propensity_
-        self.booster_ = booster
+        self.booster_ = _best_rounds_only(booster, best)
         self.best_iteration_ = best
         self.evals_result_ = evals_result
         self.gain_ = gain
@@ -331,7 +354,7 @@ class Ranker(BaseEstimator):
         """
         check_is_fitted(self, "booster_")
         X, _ = split_qid(X, None, self.qid_col)
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], ensure_all_finite="allow-nan")
+        X, _ = self._features(X, None, reset=False, labels=False)
         return self._predict(X)
 
     def _trained_with(self) -> str:
@@ -368,7 +391,8 @@ class Ranker(BaseEstimator):
             values = self.booster_.feature_importance(importance_type=lgb_kind).astype(np.float64)
         else:
             found = self.booster_.get_score(importance_type=xgb_kind)
-            values = np.array([found.get(f"f{i}", 0.0) for i in range(self.n_features_in_)])
+            names = self.booster_.feature_names or [f"f{i}" for i in range(self.n_features_in_)]
+            values = np.array([found.get(name, 0.0) for name in names])
         total = values.sum()
         return values / total if total > 0 else values
 
@@ -439,17 +463,7 @@ class Ranker(BaseEstimator):
             check_labels(y_in, offsets=where, name="y")
             if isinstance(objective, RankingObjective):
                 objective._label_check(y_in, where)
-        # Ranking needs two documents; one row would train a constant model.
-        X, y = validate_data(
-            self,
-            X,
-            y,
-            reset=reset,
-            dtype=[np.float64, np.float32],
-            ensure_all_finite="allow-nan",
-            ensure_min_samples=2 if reset else 1,
-            y_numeric=True,
-        )
+        X, y = self._features(X, y, reset=reset)
         n = X.shape[0]
         if group is not None and qid is not None:
             raise ValueError("pass query groups once: group= (sizes) or qid= / a qid column, not both")
@@ -465,6 +479,42 @@ class Ranker(BaseEstimator):
             )
         y = check_labels(rows.group(y), offsets=rows.offsets, name="y")
         return rows.group(X), y, rows
+
+    def _features(self, X, y, *, reset: bool, labels: bool = True):
+        """Validated features (and labels, unless not ``labels``), as the engines take them: a
+        DataFrame with the feature names when fitted on one (its categorical columns kept),
+        else an array."""
+        categorical = _categorical_columns(X)
+        if reset:
+            self.categorical_features_ = categorical
+        elif categorical != getattr(self, "categorical_features_", []):
+            raise ValueError(
+                f"this Ranker was fitted with the categorical columns {getattr(self, 'categorical_features_', [])}, "
+                f"but X has {categorical}: pass a DataFrame with the columns and dtypes of fit"
+            )
+        # Ranking needs two documents; one row would train a constant model.
+        checks = dict(reset=reset, ensure_min_samples=2 if reset else 1)
+        if categorical:
+            validate_data(self, X, skip_check_array=True, reset=reset)
+            numeric = X.drop(columns=categorical)
+            check_array(numeric, dtype=[np.float64, np.float32], ensure_all_finite="allow-nan",
+                        ensure_min_features=0, ensure_min_samples=checks["ensure_min_samples"])
+            if labels:
+                if y is None:
+                    raise ValueError("Ranker requires y to be passed, but the target y is None")
+                y = check_array(y, ensure_2d=False, dtype="numeric", input_name="y")
+                check_consistent_length(X, y)
+            return X, y
+        if not labels:
+            X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_all_finite="allow-nan", **checks)
+        else:
+            X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], ensure_all_finite="allow-nan",
+                                 y_numeric=True, **checks)
+        names = getattr(self, "feature_names_in_", None)
+        if names is not None:
+            # the engines keep the names (LightGBM's categorical_feature="name:..." reads them)
+            X = pd.DataFrame(X, columns=list(names), copy=False)
+        return X, y
 
     def _eval_sets(self, eval_set, eval_group, eval_qid):
         if eval_set is None:
@@ -504,6 +554,53 @@ def _label_columns(y, objective):
             "gbrank.multi_label(objective, weights=...), or pass one label column"
         )
     return values[:, 0], values
+
+
+def _categorical_columns(X) -> list[str]:
+    """A DataFrame's columns of pandas ``category`` dtype; refuses columns of strings or
+    objects, which neither engine takes."""
+    if not isinstance(X, pd.DataFrame):
+        return []
+    text = [str(c) for c, dtype in X.dtypes.items()
+            if not isinstance(dtype, pd.CategoricalDtype) and not pd.api.types.is_numeric_dtype(dtype)
+            and not pd.api.types.is_bool_dtype(dtype)]
+    if text:
+        raise ValueError(
+            f"X has columns of {X[text[0]].dtype} values ({text}); Ranker takes numbers and pandas "
+            f"categoricals: convert them with X[{text[0]!r}] = X[{text[0]!r}].astype('category')"
+        )
+    return [str(c) for c, dtype in X.dtypes.items() if isinstance(dtype, pd.CategoricalDtype)]
+
+
+def _categorical_param(params: dict, engine: str):
+    """LightGBM's ``categorical_feature``, taken out of ``params`` for the training set
+    (LightGBM ignores it in the parameters of a Dataset built from a DataFrame)."""
+    given = [name for name in _CATEGORICAL_PARAMS if name in params]
+    if not given:
+        return "auto"
+    if engine != "lightgbm":
+        raise ValueError(
+            f"params[{given[0]!r}] is LightGBM's; XGBoost reads categorical features from the "
+            "DataFrame's dtypes: give those columns pandas 'category' dtype (X[col].astype('category'))"
+        )
+    if len(given) > 1:
+        raise ValueError(f"params sets the categorical features twice ({given}): keep one")
+    value = params.pop(given[0])
+    if isinstance(value, str):
+        names = value[len("name:"):] if value.startswith("name:") else value
+        return [int(v) if v.strip().lstrip("-").isdigit() else v.strip() for v in names.split(",") if v.strip()]
+    return list(value)
+
+
+def _best_rounds_only(booster, rounds: int):
+    """The booster with the first ``rounds`` rounds: XGBoost keeps every round trained and
+    predicts with all of them once saved and loaded; LightGBM's boosters already stop there."""
+    if type(booster).__module__.split(".")[0] != "xgboost" or booster.num_boosted_rounds() == rounds:
+        return booster
+    attributes = booster.attributes()
+    best = booster[:rounds]
+    best.set_attr(**attributes)
+    return best
 
 
 def _entry(values, i: int, n: int, name: str):
@@ -548,7 +645,7 @@ def _check_evaluable(y: np.ndarray, sizes, gain, name: str) -> None:
         ) from None
 
 
-def _fit_lightgbm(*, params, objective, data, evals, names, metrics, **training):
+def _fit_lightgbm(*, params, categorical, objective, data, evals, names, metrics, **training):
     from .engines import lightgbm as engine
 
     _require("lightgbm")
@@ -556,19 +653,22 @@ def _fit_lightgbm(*, params, objective, data, evals, names, metrics, **training)
     if position is not None and not isinstance(objective, str):
         # LightGBM keeps positions as ids of distinct values: the loss gets them bound
         objective, position = with_position(objective, position), None
-    dtrain = engine.dataset(X, y, sizes, weight=weight, position=position, params=params)
+    dtrain = engine.dataset(X, y, sizes, weight=weight, position=position, params=params,
+                            categorical_feature=categorical)
     valid = [engine.dataset(Xe, ye, ge, reference=dtrain) for Xe, ye, ge in evals]
     feval = metrics.lightgbm if metrics else None
     return (*engine.train(params, dtrain, objective, valid=valid, valid_names=names, feval=feval, **training), dtrain)
 
 
-def _fit_xgboost(*, params, objective, data, evals, names, metrics, **training):
+def _fit_xgboost(*, params, categorical, objective, data, evals, names, metrics, **training):
     from .engines import xgboost as engine
 
     _require("xgboost")
     X, y, sizes, weight, position = data
-    dtrain = engine.dmatrix(X, y, sizes, weight=weight)
-    watch = [(engine.dmatrix(Xe, ye, ge), name) for (Xe, ye, ge), name in zip(evals, names)]
+    categories = _categorical_columns(X) != []
+    dtrain = engine.dmatrix(X, y, sizes, weight=weight, enable_categorical=categories)
+    watch = [(engine.dmatrix(Xe, ye, ge, enable_categorical=categories), name)
+             for (Xe, ye, ge), name in zip(evals, names)]
     if position is not None:
         objective = with_position(objective, position)
     custom_metric = metrics.xgboost if metrics else None

@@ -10,7 +10,7 @@ import dask.array as da
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
-from distributed import wait
+from distributed import futures_of, wait
 
 from ..groups import qid_to_sizes
 
@@ -29,6 +29,19 @@ def require_frame(df, qid_col: str):
     kind = df[qid_col].dtype.kind
     if kind not in "iu":
         raise TypeError(f"query ids in {qid_col!r} must be integers, got dtype {df[qid_col].dtype}")
+
+
+def require_numeric(df, features: Sequence[str]) -> None:
+    """Refuse feature columns that are not numbers: neither engine's Dask interface trains
+    pandas categoricals or strings here."""
+    other = [str(c) for c in features if not pd.api.types.is_numeric_dtype(df[c].dtype)
+             and not pd.api.types.is_bool_dtype(df[c].dtype)]
+    if other:
+        raise TypeError(
+            f"gbrank.dask takes numeric features; {other} hold {df[other[0]].dtype} values: give their "
+            f"codes (df[{other[0]!r}].cat.codes for a categorical), or train on one machine with "
+            "gbrank.Ranker, which takes pandas categoricals"
+        )
 
 
 def from_arrays(X, y, qid, *, feature_names: Sequence[str] | None = None, label_col: str = "label", qid_col: str = "qid"):
@@ -124,6 +137,9 @@ def partition_queries(df, qid_col: str = "qid", npartitions: int | None = None):
     wanted = df.npartitions if npartitions is None else int(npartitions)
     if wanted < 1:
         raise ValueError(f"npartitions must be at least 1, got {npartitions!r}")
+    # The counts may come from other partitions than the rows below (Dask fuses the reads of
+    # files when one column is projected): they are summed over the whole frame, and the
+    # rows are tagged without reference to them.
     per_part = dask.compute(*[dask.delayed(_count_queries)(p) for p in df[qid_col].to_delayed()])
     counts = pd.concat(per_part).groupby(level=0).sum().sort_index()
     if counts.empty:
@@ -131,12 +147,10 @@ def partition_queries(df, qid_col: str = "qid", npartitions: int | None = None):
     qids = counts.index.to_numpy()
     parts = _query_parts(counts.to_numpy(dtype=np.int64), min(wanted, qids.size))
     n_parts = int(parts.max()) + 1
-    lengths = np.array([int(c.sum()) for c in per_part], dtype=np.int64)
-    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
 
     meta = df._meta.assign(**{_INDEX: df._meta.index, _POSITION: np.int64(0), _PART: np.int64(0)})
     # One task holds the lookup tables (one entry per query) instead of a copy in every task.
-    tables = dask.delayed((qids, parts, starts), pure=True, traverse=False)
+    tables = dask.delayed((qids, parts), pure=True, traverse=False)
     tagged = df.map_partitions(_tag_rows, qid_col=qid_col, tables=tables, meta=meta, partition_info=True)
     moved = tagged.set_index(_PART, divisions=tuple(range(n_parts)) + (n_parts,))
     return moved.map_partitions(_order_rows, qid_col=qid_col, meta=df._meta).clear_divisions()
@@ -147,13 +161,16 @@ def _count_queries(qid: pd.Series) -> pd.Series:
 
 
 def _tag_rows(part: pd.DataFrame, qid_col, tables, partition_info=None):
-    qids, parts, starts = tables
+    """The rows with their new partition and their input position: the partition number in
+    the high bits, the row within the partition in the low ones, so that the position
+    orders the rows as the input does whatever partitions Dask reads them in."""
+    qids, parts = tables
     number = partition_info["number"] if partition_info else 0
     where = np.searchsorted(qids, part[qid_col].to_numpy())
     return part.assign(
         **{
             _INDEX: part.index,
-            _POSITION: starts[number] + np.arange(len(part), dtype=np.int64),
+            _POSITION: (np.int64(number) << np.int64(32)) + np.arange(len(part), dtype=np.int64),
             _PART: parts[where],
         }
     )
@@ -215,10 +232,12 @@ def place_partitions(client, df, workers: Sequence[str] | None = None):
     futures = _move(client, futures, _relabel(owner, rows, client.who_has(futures), futures, workers))
     # The futures themselves are the partitions, with no task wrapping them that could run
     # elsewhere: the engines find a partition's worker with ``client.who_has``.
+    # Dask may read the frame in fewer partitions than it announces (fused file reads).
+    divisions = df.divisions if len(df.divisions) == len(futures) + 1 else (None,) * (len(futures) + 1)
     return dd.from_graph(
         {f.key: f for f in futures},
         df._meta,
-        df.divisions,
+        divisions,
         [f.key for f in futures],
         "placed",
     )
@@ -259,6 +278,21 @@ def _same(part):
     return part
 
 
+def stable_partitions(df):
+    """``df`` with partitions that every selection of its columns keeps.
+
+    Dask reads fewer, larger partitions when only some columns of a file-backed frame are
+    read (fused reads of parquet and CSV files), so ``df[["qid"]]`` and ``df[features]``
+    may cut the rows differently, and partitions taken from one need not match the other.
+    A frame whose partitions are already computed (persisted, or from
+    :func:`place_partitions`) is returned as it is; any other is wrapped in a map over its
+    whole partitions, which Dask reads one way for every selection of columns.
+    """
+    if futures_of(df):
+        return df
+    return df.map_partitions(_same, meta=df._meta)
+
+
 def partition_rows(frame) -> np.ndarray:
     """Number of rows of every partition of a Dask DataFrame or Series."""
     return np.array(dask.compute(*[dask.delayed(len)(p) for p in frame.to_delayed()]), dtype=np.int64)
@@ -278,6 +312,10 @@ def query_sizes(df, qid_col: str = "qid"):
 
 def check_partitions(df, qid_col: str = "qid", *, ascending: bool = False) -> pd.DataFrame:
     """Check that every query sits whole, and contiguous, in one partition.
+
+    The partitions are those of the whole frame, which the
+    engines train on: a frame read from files is read whole, since Dask may read its
+    query-id column alone in fewer partitions.
 
     Parameters
     ----------
@@ -301,7 +339,8 @@ def check_partitions(df, qid_col: str = "qid", *, ascending: bool = False) -> pd
         (``ascending``) the first query ids out of order.
     """
     require_frame(df, qid_col)
-    per_part = dask.compute(*[dask.delayed(_part_queries)(p) for p in df[qid_col].to_delayed()])
+    qid = stable_partitions(df)[qid_col]
+    per_part = dask.compute(*[dask.delayed(_part_queries)(p) for p in qid.to_delayed()])
     ids = np.concatenate([part_ids for _, part_ids in per_part])
     owner = np.repeat(np.arange(len(per_part)), [part_ids.size for _, part_ids in per_part])
     order = np.argsort(ids, kind="stable")

@@ -127,15 +127,22 @@ def evaluate(
     """
     require_frame(df, qid_col)
     engine_metrics = make_metrics(metrics, prefix="", **conventions)
-    if isinstance(scores, str):
-        scores = df[scores]
-    if not isinstance(scores, dd.Series) or scores.npartitions != df.npartitions:
-        raise ValueError("scores must be a column name or a dask Series partitioned like df")
-    parts = zip(df[[label_col, qid_col]].to_delayed(), scores.to_delayed())
-    tables = dask.compute(
-        *[dask.delayed(_per_query)(p, s, label_col, qid_col, engine_metrics) for p, s in parts]
+    meta = pd.DataFrame(
+        {name: pd.Series(dtype=np.float64) for name in engine_metrics.names},
+        index=pd.Index(df._meta[qid_col].to_numpy(), name=qid_col),
     )
-    table = pd.concat(tables)
+    # Labels, ids and scores are read together, one task per partition: partitions taken from
+    # two collections apart need not match (Dask fuses the file reads of a few columns).
+    if isinstance(scores, str):
+        if scores not in df.columns:
+            raise ValueError(f"the DataFrame has no score column {scores!r}; columns: {list(df.columns)}")
+        tables = df.map_partitions(_column_per_query, scores, label_col, qid_col, engine_metrics, meta=meta)
+    elif isinstance(scores, dd.Series) and scores.npartitions == df.npartitions:
+        tables = dd.map_partitions(_per_query, df, scores, label_col, qid_col, engine_metrics, meta=meta,
+                                   align_dataframes=False)
+    else:
+        raise ValueError("scores must be a column name or a dask Series partitioned like df")
+    table = tables.compute()
     duplicated = table.index.duplicated()
     if duplicated.any():
         raise ValueError(
@@ -148,9 +155,16 @@ def evaluate(
     return {name: float(table[name].mean()) for name in engine_metrics.names}
 
 
+def _column_per_query(part: pd.DataFrame, score_col, label_col, qid_col, engine_metrics) -> pd.DataFrame:
+    return _per_query(part, part[score_col], label_col, qid_col, engine_metrics)
+
+
 def _per_query(part: pd.DataFrame, scores: pd.Series, label_col, qid_col, engine_metrics) -> pd.DataFrame:
     if len(part) != len(scores):
-        raise ValueError(f"a partition has {len(part)} rows but {len(scores)} scores")
+        raise ValueError(
+            f"a partition has {len(part)} rows but {len(scores)} scores: compute the scores from this "
+            "frame (gbrank.dask.predict(booster, df)) or pass the name of a score column of df"
+        )
     qid = part[qid_col].to_numpy()
     if qid.size == 0:
         empty = {spec.name: np.zeros(0) for spec in engine_metrics.metrics}

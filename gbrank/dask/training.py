@@ -14,7 +14,7 @@ from ..engines import Statistics, is_builtin, reads_position, watched
 from ..engines import dask as dask_engine
 from ..engines import lightgbm as lightgbm_engine
 from ..engines import xgboost as xgboost_engine
-from .layout import check_partitions, partition_rows, query_sizes, require_frame
+from .layout import check_partitions, partition_rows, query_sizes, require_frame, require_numeric, stable_partitions
 from .metrics import distributed_metrics
 
 __all__ = ["train_lightgbm", "train_xgboost"]
@@ -29,6 +29,7 @@ def _columns(df, label_col, qid_col, weight_col, features, position_col=None):
     features = list(features)
     if not features:
         raise ValueError("no feature columns")
+    require_numeric(df, features)
     return features
 
 
@@ -108,6 +109,8 @@ def train_lightgbm(
         )
     require_frame(df, qid_col)
     features = _columns(df, label_col, qid_col, weight_col, features)
+    # LightGBM takes the partitions of the features, labels and groups apart and zips them.
+    df = stable_partitions(df)
     if check:
         rows = check_partitions(df, qid_col)["rows"].to_numpy()
     else:
@@ -171,7 +174,11 @@ def train_xgboost(
         Metric specs for ``evals``; early stopping watches the first on the last eval set.
     early_stopping_rounds : int, optional
         Stop after this many rounds without improvement; the booster's ``best_iteration``
-        (0-based) marks the best round.
+        (0-based) marks the best round. The booster keeps every round trained, as
+        ``xgboost.train`` does: :func:`predict` scores with the best round, XGBoost's own
+        ``Booster.predict`` needs ``iteration_range=(0, booster.best_iteration + 1)``, and
+        ``booster[: booster.best_iteration + 1]`` is the model of the best round alone (to
+        save).
     evals_result : dict, optional
         Filled with ``{eval_name: {metric_name: [values]}}``.
     check : bool, default=True
@@ -185,6 +192,7 @@ def train_xgboost(
     Returns
     -------
     xgboost.Booster
+        Every round trained, feature names set; ``best_iteration`` under early stopping.
 
     Notes
     -----
@@ -200,6 +208,9 @@ def train_xgboost(
         require_frame(frame, qid_col)
         if check:
             check_partitions(frame, qid_col, ascending=i == 0)
+    # XGBoost takes the partitions of the features, labels and ids apart and zips them.
+    df = stable_partitions(df)
+    evals = [(stable_partitions(frame), name) for frame, name in evals or []]
     features = _columns(df, label_col, qid_col, None, features, position_col)
     builtin = isinstance(objective, str)
     if not builtin and position_col is None and reads_position(objective):

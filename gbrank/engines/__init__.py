@@ -14,6 +14,7 @@ harness, ``gbrank.dask``) and every objective call goes through it.
   the last eval set, higher is better**, with the best round as the model's length;
 * :func:`report_callback`: an engine callback that hands a tuner each iteration's metric;
 * :func:`predict`: raw scores of a LightGBM or XGBoost booster, as float64;
+  :func:`best_rounds`: the rounds it should predict with;
 * :func:`query_folds`: cross-validation folds that keep queries whole, for ``lgb.cv(folds=)``;
 * :func:`with_position`: displayed positions bound to an objective that reads them;
 * :func:`gradients`: the one path from an engine's call to an objective's kernels, through
@@ -57,6 +58,7 @@ __all__ = [
     "bindings",
     "positions",
     "statistics",
+    "best_rounds",
     "engine_of",
     "gradients",
     "is_builtin",
@@ -108,6 +110,21 @@ def predict(booster, X, rounds: int | None = None) -> np.ndarray:
     if module.startswith("xgboost"):
         return xgboost.predict(booster, X, rounds)
     raise TypeError(f"expected a lightgbm.Booster or an xgboost.Booster, got {type(booster).__name__}")
+
+def best_rounds(booster) -> int:
+    """Rounds a ``lightgbm.Booster`` or ``xgboost.Booster`` should predict with: its best
+    round (1-based) when early stopping marked one, otherwise every round trained.
+
+    XGBoost's ``Booster.predict`` uses every round unless told otherwise, even after early
+    stopping; LightGBM's uses the best one.
+    """
+    module = type(booster).__module__
+    if module.startswith("lightgbm"):
+        return lightgbm.best_iteration(booster)
+    if module.startswith("xgboost"):
+        return xgboost.best_iteration(booster)
+    raise TypeError(f"expected a lightgbm.Booster or an xgboost.Booster, got {type(booster).__name__}")
+
 
 def query_folds(data, nfold: int = 5, *, shuffle: bool = True, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     """``(train_rows, test_rows)`` pairs that keep every query whole.

@@ -188,12 +188,14 @@ def dataset(
     params: dict | None = None,
     reference=None,
     free_raw_data: bool = True,
+    categorical_feature="auto",
 ):
     """A constructed ``lightgbm.Dataset`` with query groups (and optional fields).
 
     Its labels are checked as given (finite), before LightGBM rewrites a NaN as 0; its
     ``position`` values are kept for the objectives that read them
-    (:func:`gbrank.engines.positions.of_lightgbm`), since LightGBM keeps only ids of them.
+    (:func:`gbrank.engines.positions.of_lightgbm`), since LightGBM keeps only ids of them;
+    ``categorical_feature`` as ``lightgbm.Dataset`` takes it.
     """
     import lightgbm as lgb
 
@@ -212,6 +214,7 @@ def dataset(
         params=dict(params or {}),
         reference=reference,
         free_raw_data=free_raw_data,
+        categorical_feature=categorical_feature,
     )
     data.construct()
     if position is not None:

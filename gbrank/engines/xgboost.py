@@ -114,12 +114,15 @@ def query_weights(weight: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     return per_query
 
 
-def dmatrix(X, y, sizes, *, weight=None, base_margin=None, nthread: int | None = None, quantile: bool = False, ref=None):
-    """A ``DMatrix`` (or ``QuantileDMatrix``) with query groups; ``weight`` is per row."""
+def dmatrix(X, y, sizes, *, weight=None, base_margin=None, nthread: int | None = None, quantile: bool = False, ref=None,
+            enable_categorical: bool = False):
+    """A ``DMatrix`` (or ``QuantileDMatrix``) with query groups; ``weight`` is per row;
+    ``enable_categorical`` as XGBoost takes it (pandas ``category`` columns)."""
     import xgboost as xgb
 
     qweight = None if weight is None else query_weights(np.asarray(weight, dtype=np.float64), np.asarray(sizes))
-    kwargs = {"label": y, "group": sizes, "weight": qweight, "base_margin": base_margin, "nthread": nthread}
+    kwargs = {"label": y, "group": sizes, "weight": qweight, "base_margin": base_margin, "nthread": nthread,
+              "enable_categorical": enable_categorical}
     if quantile:
         return xgb.QuantileDMatrix(X, ref=ref, **kwargs)
     return xgb.DMatrix(X, **kwargs)

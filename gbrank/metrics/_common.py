@@ -9,6 +9,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._docstrings import fill_doc, metric_example
+from .._frame import query_order
 from .._threading import configure_threading
 from .._validation import check_labels, check_scores
 from ..groups import check_group
@@ -25,10 +26,14 @@ NoRelevant = float | str
 _SCORES_GROUP_K = """
         y_pred : array-like of shape (n_rows,)
             Scores, finite; float32 is accepted.
-        group : array-like of shape (n_queries,)
-            Group sizes.
+        group : array-like of shape (n_queries,), optional
+            Group sizes: query ``q`` owns the next ``group[q]`` rows. Give ``group`` or ``qid``.
         k : int or None, default=None
-            Cut-off; ``None`` evaluates the whole list."""
+            Cut-off; ``None`` evaluates the whole list.
+        qid : array-like of shape (n_rows,), optional
+            Query id of each row instead of ``group``; the rows of a query need not be
+            contiguous (within a query they keep their input order), and queries come in
+            ascending id (the order of ``per_query`` values)."""
 _SHARED_DOC = dict(
     scores_group_k=_SCORES_GROUP_K,
     # MAP, MRR and precision: labels through a threshold, and the same tie policies
@@ -55,6 +60,23 @@ def shared_doc(name: str, *, mean: float, per_query: list[float]):
     """Fill a metric's docstring: the shared sections and its example, which prints ``mean``
     and ``per_query`` (see :func:`gbrank._docstrings.metric_example`)."""
     return fill_doc(**_SHARED_DOC, example=metric_example(name, mean=mean, per_query=per_query))
+
+
+def by_query(y_true, y_pred, group, qid):
+    """Labels, scores and group sizes from ``group`` or from ``qid`` (one id per row, the
+    rows of a query anywhere): with ids, the rows are gathered by ascending query id, in
+    input order within a query, as ``gbrank.Ranker`` gathers them."""
+    if qid is None:
+        # without either, check_group says that query groups are required
+        return y_true, y_pred, group
+    if group is not None:
+        raise ValueError("pass the queries once: group= (sizes) or qid= (one id per row), not both")
+    labels, scores = np.asarray(y_true), np.asarray(y_pred)
+    if labels.ndim != 1 or scores.ndim != 1 or labels.shape != scores.shape:
+        raise ValueError(f"y_true and y_pred must be one-dimensional and of one length, got shapes "
+                         f"{labels.shape} and {scores.shape}")
+    rows = query_order(qid, labels.shape[0])
+    return rows.group(labels), rows.group(scores), rows.sizes
 
 
 def check_inputs(y_true, y_pred, group) -> tuple[np.ndarray, np.ndarray, int]:

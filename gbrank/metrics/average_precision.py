@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._common import NoRelevant, binary_metric, check_binary, check_choice, shared_doc
+from ._common import by_query, NoRelevant, binary_metric, check_binary, check_choice, shared_doc
 from ._precision_kernel import AVERAGE_PRECISION, precision_kernel
 
 __all__ = ["mean_average_precision"]
@@ -17,7 +17,7 @@ def _check_options(k, *, ties="input", no_relevant=1.0, denominator="min_rk", re
 
 
 @shared_doc("mean_average_precision", mean=0.625, per_query=[0.25, 1.0])
-def mean_average_precision(y_true, y_pred, group, k: int | None = None, *, ties: str = "input",
+def mean_average_precision(y_true, y_pred, group=None, k: int | None = None, *, qid=None, ties: str = "input",
                            no_relevant: NoRelevant = 1.0, denominator: str = "min_rk",
                            relevance_threshold: float = 0.0, per_query: bool = False):
     r"""Mean average precision at ``k`` (MAP@k).
@@ -50,6 +50,7 @@ def mean_average_precision(y_true, y_pred, group, k: int | None = None, *, ties:
 
     %(example)s
     """
+    y_true, y_pred, group = by_query(y_true, y_pred, group, qid)
     options = _check_options(k, ties=ties, no_relevant=no_relevant, denominator=denominator,
                              relevance_threshold=relevance_threshold)
     return binary_metric(precision_kernel, y_true, y_pred, group, (*options, AVERAGE_PRECISION), per_query)

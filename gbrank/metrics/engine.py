@@ -118,7 +118,7 @@ _SPEC = re.compile(r"^([a-z_]+)(?:@([0-9]+))?$")
 
 def _conventions(func: Callable) -> set[str]:
     params = inspect.signature(func).parameters.values()
-    return {p.name for p in params if p.kind is p.KEYWORD_ONLY and p.name != "per_query"}
+    return {p.name for p in params if p.kind is p.KEYWORD_ONLY and p.name not in ("per_query", "qid")}
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from numba import njit, prange
 
 from .._validation import check_labels
 from ..gains import EXP2_MAX_LABEL
-from ._common import NoRelevant, check_inputs, check_k, check_no_relevant
+from ._common import by_query, NoRelevant, check_inputs, check_k, check_no_relevant
 from ._common import check_ties, ranked, reduce_queries, shared_doc
 from ._ranking import chunk_bounds, chunk_count, count_above, cutoff, rank_top, scratch
 
@@ -59,7 +59,7 @@ def _check_options(k, *, max_label=None, ties="input", no_relevant=1.0):
 
 
 @shared_doc("err", mean=0.3125, per_query=[0.375, 0.25])
-def err(y_true, y_pred, group, k: int | None = None, *, max_label: int | None = None, ties: str = "input",
+def err(y_true, y_pred, group=None, k: int | None = None, *, qid=None, max_label: int | None = None, ties: str = "input",
         no_relevant: NoRelevant = 1.0, per_query: bool = False):
     r"""Expected reciprocal rank at ``k`` (Chapelle, Metzler, Zhang and Grinspan, 2009).
 
@@ -97,6 +97,7 @@ def err(y_true, y_pred, group, k: int | None = None, *, max_label: int | None = 
 
     %(example)s
     """
+    y_true, y_pred, group = by_query(y_true, y_pred, group, qid)
     k, tie_code, fill, max_label = _check_options(
         k, max_label=max_label, ties=ties, no_relevant=no_relevant
     )

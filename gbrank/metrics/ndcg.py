@@ -6,7 +6,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..gains import Discount, Gain, discount_values, gain_values
-from ._common import NoRelevant, check_inputs, check_k
+from ._common import by_query, NoRelevant, check_inputs, check_k
 from ._common import check_no_relevant, check_ties, ranked, reduce_queries, shared_doc
 from ._ranking import chunk_bounds, chunk_count, cutoff, rank_top, scratch, tie_block, top_values
 
@@ -59,7 +59,7 @@ def _check_options(k, *, gain="exp2", discount="log2", ties="input", no_relevant
 
 
 @shared_doc("ndcg", mean=0.7606, per_query=[0.5213, 1.0])
-def ndcg(y_true, y_pred, group, k: int | None = None, *, gain: Gain = "exp2", discount: Discount = "log2",
+def ndcg(y_true, y_pred, group=None, k: int | None = None, *, qid=None, gain: Gain = "exp2", discount: Discount = "log2",
          ties: str = "input", no_relevant: NoRelevant = 1.0, per_query: bool = False):
     r"""Normalized discounted cumulative gain at ``k``, averaged over queries.
 
@@ -81,11 +81,15 @@ def ndcg(y_true, y_pred, group, k: int | None = None, *, gain: Gain = "exp2", di
         array.
     y_pred : array-like of shape (n_rows,)
         Scores, finite; float32 is accepted. Higher means ranked earlier.
-    group : array-like of shape (n_queries,)
-        Group sizes: query ``q`` owns the next ``group[q]`` rows.
+    group : array-like of shape (n_queries,), optional
+        Group sizes: query ``q`` owns the next ``group[q]`` rows. Give ``group`` or ``qid``.
     k : int or None, default=None
         Cut-off. ``None`` evaluates the whole list. Lists shorter than ``k`` are evaluated on
         all their documents (the ideal DCG uses the same cut-off).
+    qid : array-like of shape (n_rows,), optional
+        Query id of each row instead of ``group``; the rows of a query need not be
+        contiguous (within a query they keep their input order), and queries come in
+        ascending id (the order of ``per_query`` values).
     gain : {"exp2", "linear"} or array, default="exp2"
         :math:`G(l) = 2^l - 1` (LightGBM's default ``label_gain``, XGBoost's
         ``ndcg_exp_gain``), :math:`G(l) = l` (trec_eval, scikit-learn), or ``gain[l]``.
@@ -122,6 +126,7 @@ def ndcg(y_true, y_pred, group, k: int | None = None, *, gain: Gain = "exp2", di
 
     %(example)s
     """
+    y_true, y_pred, group = by_query(y_true, y_pred, group, qid)
     k, tie_code, fill = _check_options(
         k, gain=gain, discount=discount, ties=ties, no_relevant=no_relevant
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._common import NoRelevant, binary_metric, check_binary, check_choice, shared_doc
+from ._common import by_query, NoRelevant, binary_metric, check_binary, check_choice, shared_doc
 from ._precision_kernel import PRECISION, precision_kernel
 
 __all__ = ["precision_at_k"]
@@ -17,7 +17,7 @@ def _check_options(k, *, ties="input", no_relevant=1.0, relevance_threshold=0.0,
 
 
 @shared_doc("precision_at_k", mean=0.3333, per_query=[0.3333, 0.3333])
-def precision_at_k(y_true, y_pred, group, k: int | None = None, *, ties: str = "input", no_relevant: NoRelevant = 1.0,
+def precision_at_k(y_true, y_pred, group=None, k: int | None = None, *, qid=None, ties: str = "input", no_relevant: NoRelevant = 1.0,
                    relevance_threshold: float = 0.0, divide_by: str = "k", per_query: bool = False):
     r"""Precision at ``k``: the fraction of relevant documents among the top ``k``.
 
@@ -48,6 +48,7 @@ def precision_at_k(y_true, y_pred, group, k: int | None = None, *, ties: str = "
 
     %(example)s
     """
+    y_true, y_pred, group = by_query(y_true, y_pred, group, qid)
     options = _check_options(k, ties=ties, no_relevant=no_relevant, relevance_threshold=relevance_threshold,
                              divide_by=divide_by)
     return binary_metric(precision_kernel, y_true, y_pred, group, (*options, PRECISION), per_query)

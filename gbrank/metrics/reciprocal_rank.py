@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._common import NoRelevant, binary_metric, check_binary, shared_doc
+from ._common import by_query, NoRelevant, binary_metric, check_binary, shared_doc
 from ._ranking import chunk_bounds, chunk_count, count_above, cutoff, rank_top, scratch, tie_block
 
 __all__ = ["mean_reciprocal_rank", "mrr"]
@@ -57,7 +57,7 @@ def _check_options(k, *, ties="input", no_relevant=1.0, relevance_threshold=0.0)
 
 
 @shared_doc("mean_reciprocal_rank", mean=0.75, per_query=[0.5, 1.0])
-def mean_reciprocal_rank(y_true, y_pred, group, k: int | None = None, *, ties: str = "input",
+def mean_reciprocal_rank(y_true, y_pred, group=None, k: int | None = None, *, qid=None, ties: str = "input",
                          no_relevant: NoRelevant = 1.0, relevance_threshold: float = 0.0, per_query: bool = False):
     r"""Mean reciprocal rank at ``k`` (MRR@k).
 
@@ -83,6 +83,7 @@ def mean_reciprocal_rank(y_true, y_pred, group, k: int | None = None, *, ties: s
 
     %(example)s
     """
+    y_true, y_pred, group = by_query(y_true, y_pred, group, qid)
     options = _check_options(k, ties=ties, no_relevant=no_relevant, relevance_threshold=relevance_threshold)
     return binary_metric(_rr_kernel, y_true, y_pred, group, options, per_query)
 
