@@ -142,8 +142,8 @@ def test_the_harness_seeds_objectives_that_have_a_seed():
 
 # --------------------------------------------------------------------------- named states
 STATES = [
-    (gbrank.listmle, ("order", "tie_end", "weights", "head", "offsets", "active")),
-    (gbrank.listnet, ("psi", "top1", "top2", "offsets", "active")),
+    (gbrank.listmle, ("order", "tie_end", "weights", "head", "offsets", "active", "keys")),
+    (gbrank.listnet, ("psi", "top1", "top2", "offsets", "active", "keys")),
     (gbrank.cosine, ("u", "offsets", "active")),
     (gbrank.ndcg_boost, ("offsets", "order", "sorted_gain", "block_end", "inv_z", "tie_mass")),
 ]
@@ -151,7 +151,7 @@ STATES = [
 
 @pytest.mark.parametrize("factory,fields", STATES, ids=[s[0].__name__ for s in STATES])
 def test_kernel_state_is_a_named_structure(factory, fields):
-    state = factory()._state(np.array([2.0, 0.0, 1.0, 1.0, 0.0]), np.array([0, 3, 5]))
+    state = factory().bind(np.array([2.0, 0.0, 1.0, 1.0, 0.0]), [3, 2]).state
     names = state._fields if hasattr(state, "_fields") else tuple(f.name for f in dataclasses.fields(state))
     assert names == fields
     assert all(isinstance(getattr(state, f), np.ndarray) for f in fields)

@@ -242,7 +242,7 @@ def test_swap_weights_are_the_change_of_the_metric(measure, kw, seed):
     """Every pair's weight is |M(swapped) - M| with M recomputed by gbrank.metrics."""
     lab, s = random_query(10 + seed, n=10, n_levels=3, ties=False)
     obj = lambdarank(measure, truncation=None, norm=False, **kw)
-    pairs, _ = obj._state(lab, np.array([0, 10]))
+    pairs, _ = obj.bind(lab, np.diff(np.array([0, 10]))).state
     matrix = swap_deltas(pairs, s)
     checked = 0
     for x in range(10):
@@ -264,8 +264,8 @@ def test_lambdaloss_weights_match_the_formulas_of_the_paper():
     D = [1.0 / math.log2(1 + r) for r in range(1, 6)]
     G = 2.0**lab - 1.0
     Z = 3.0 * D[0] + 1.0 * D[1]
-    loss2 = swap_deltas(lambdaloss("ndcg_loss2")._state(lab, np.array([0, 4]))[0], s)
-    loss2pp = swap_deltas(lambdaloss(mu=3.0)._state(lab, np.array([0, 4]))[0], s)
+    loss2 = swap_deltas(lambdaloss("ndcg_loss2").bind(lab, np.diff(np.array([0, 4]))).state[0], s)
+    loss2pp = swap_deltas(lambdaloss(mu=3.0).bind(lab, np.diff(np.array([0, 4]))).state[0], s)
     # pair (row 1, row 3): ranks 2 and 4, |r_i - r_j| = 2
     delta = abs(D[1] - D[2])
     assert loss2[1, 3] == pytest.approx((G[1] - G[3]) * delta / Z, rel=1e-14)
@@ -279,7 +279,7 @@ def test_lambdaloss_weights_match_the_formulas_of_the_paper():
 def test_truncation_follows_lightgbm_positions_with_ties_in_row_order():
     # all scores equal (the first iteration): only pairs with a member among the first T rows
     lab = np.array([0.0, 0.0, 1.0, 2.0, 1.0])
-    pairs = lambdarank(truncation=2)._state(lab, np.array([0, 5]))[0]
+    pairs = lambdarank(truncation=2).bind(lab, np.diff(np.array([0, 5]))).state[0]
     matrix = swap_deltas(pairs, np.zeros(5))
     present = {(x, y) for x in range(5) for y in range(5) if matrix[x, y] > 0}
     assert present == {(2, 0), (3, 0), (4, 0), (2, 1), (3, 1), (4, 1)}

@@ -250,9 +250,10 @@ def test_sampled_estimate_is_unbiased(target):
     g_exact, h_exact = exact.grad_hess(labels, scores, [n])
     loss_exact = exact.loss(labels, scores, [n])
 
-    # one call holds many copies of the query: each copy draws its own prefixes
+    # one call holds many copies of the query, each shifted by its own constant (the loss is
+    # shift-invariant): draws hash a query's labels and scores, so each copy draws its own
     many_labels = np.tile(labels, replicas)
-    many_scores = np.tile(scores, replicas)
+    many_scores = np.tile(scores, replicas) + np.repeat(np.arange(replicas) * 0.5, n)
     sizes = np.full(replicas, n)
     grads, hesses, losses = [], [], []
     for seed in range(10):
@@ -260,7 +261,7 @@ def test_sampled_estimate_is_unbiased(target):
         g, h = obj.grad_hess(many_labels, many_scores, sizes)
         grads.append(g.reshape(replicas, n))
         hesses.append(h.reshape(replicas, n))
-        losses.append(obj._loss(obj._state(many_labels, np.arange(0, n * replicas + 1, n)), many_scores))
+        losses.append(obj._loss(obj.bind(many_labels, np.diff(np.arange(0, n * replicas + 1, n))).state, many_scores))
     for draws, exact_value in (
         (np.vstack(grads), g_exact),
         (np.vstack(hesses), h_exact),
@@ -293,7 +294,7 @@ def test_long_queries_switch_to_sampling_short_ones_stay_exact():
     np.testing.assert_array_equal(exact, listnet(k=3, exact_limit=2000, seed=5).grad_hess(labels, scores, [40])[0])
     sampled = listnet(k=3, exact_limit=1000).grad_hess(labels, scores, [40])[0]
     assert not np.array_equal(exact, sampled)
-    assert np.abs(sampled - exact).max() < 0.2
+    assert np.abs(sampled - exact).max() < 0.25  # one draw of the default n_samples
 
 
 # --------------------------------------------------------------------------- identities
