@@ -12,6 +12,7 @@ import pytest
 import gbrank
 from gbrank.datasets import make_ranking, simulate_clicks
 from gbrank.engines import positions as engine_positions
+from helpers import lightgbm_position_ids
 
 lgb = pytest.importorskip("lightgbm")
 xgb = pytest.importorskip("xgboost")
@@ -43,6 +44,7 @@ def _gradients(obj, dataset, n):
 
 
 # ----------------------------------------------------------------------------- LightGBM positions
+@lightgbm_position_ids
 def test_lightgbm_dataset_in_natural_order_trains_as_the_explicit_positions(natural):
     X, clicks, group, pos, log = natural
     query = np.repeat(np.arange(group.size), group)
@@ -55,6 +57,7 @@ def test_lightgbm_dataset_in_natural_order_trains_as_the_explicit_positions(natu
         np.testing.assert_allclose(via_dataset.predict(X), explicit.predict(X), rtol=1e-10, atol=1e-12)
 
 
+@lightgbm_position_ids
 def test_lightgbm_positions_past_ten_are_kept(natural):
     X, clicks, group, pos, log = natural
     second_page = np.where(pos > 0, pos + 10, -1)  # a second results page: 11..22
@@ -74,6 +77,7 @@ def test_lightgbm_positions_past_ten_are_kept(natural):
     np.testing.assert_allclose(estimated.propensity_[10:], on_first_page.propensity_, rtol=1e-12)
 
 
+@lightgbm_position_ids
 def test_lightgbm_never_shown_rows_get_no_gradient():
     d = make_ranking(60, (8, 8), 6, seed=5)
     log = simulate_clicks(d.y, d.group, X=d.X, sessions_per_query=50, top_k=7, seed=2)  # one row per query unseen
@@ -111,6 +115,7 @@ def test_lightgbm_cv_ten_folds_read_their_rows_of_the_positions(natural):
     assert len(by_fold) == 10
 
 
+@lightgbm_position_ids
 def test_lightgbm_positions_set_after_construction_are_not_stale(natural):
     X, clicks, group, pos, log = natural
     dataset = lgb.Dataset(X, clicks, group=group, position=pos, params=LGB)
@@ -120,6 +125,7 @@ def test_lightgbm_positions_set_after_construction_are_not_stale(natural):
         lgb.train({**LGB, "objective": gbrank.ips_listnet()}, dataset, 2)
 
 
+@lightgbm_position_ids
 def test_lightgbm_constructed_dataset_ids_are_read_only_where_unambiguous(natural):
     X, clicks, group, pos, log = natural
     query = np.repeat(np.arange(group.size), group)
@@ -244,6 +250,7 @@ def test_xgb_cv_ten_folds_keep_their_estimates(natural):
 
 
 # ----------------------------------------------------------------------------- docs
+@lightgbm_position_ids
 def test_every_click_snippet_in_the_docs_runs_as_pasted():
     import re
     from pathlib import Path

@@ -12,7 +12,7 @@ import pytest
 import gbrank
 from gbrank.datasets import click_probability, make_ranking, simulate_clicks
 from gbrank.objectives.propensity import estimate_propensity
-from helpers import fd_gradient
+from helpers import fd_gradient, lightgbm_position_ids
 
 
 def direct_loss(weights, scores, sizes):
@@ -293,6 +293,7 @@ def click_data():
 
 
 @pytest.mark.parametrize("name", CLICK_OBJECTIVES)
+@lightgbm_position_ids
 def test_lightgbm_reads_positions_from_the_dataset(click_data, name):
     lgb = pytest.importorskip("lightgbm")
     X, clicks, group, pos, log = click_data
@@ -346,6 +347,7 @@ def test_lgbmranker_without_positions_names_the_fix(click_data):
 
 
 @pytest.mark.parametrize("name", CLICK_OBJECTIVES)
+@lightgbm_position_ids
 def test_estimated_propensity_is_exposed_and_a_second_training_repeats_the_first(click_data, name):
     lgb = pytest.importorskip("lightgbm")
     X, clicks, group, pos, log = click_data

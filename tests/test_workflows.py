@@ -28,6 +28,7 @@ from gbrank.metrics import make_metrics, ndcg, xgboost_metric  # noqa: E402
 from gbrank.ndcg_boost_learner import NDCGBoost  # noqa: E402
 from gbrank.objectives import registry  # noqa: E402
 from gbrank.ranker import Ranker  # noqa: E402
+from helpers import lightgbm_position_ids  # noqa: E402
 
 NAMES = registry.names()
 LGB = {
@@ -365,6 +366,7 @@ def test_cross_val_score_with_group_kfold_under_loky(data):
 
 
 # ----------------------------------------------------------------------------- positions
+@lightgbm_position_ids
 def test_positions_reach_lightgbm_and_objectives_that_read_them(data):
     position = np.concatenate([np.arange(1, n + 1) for n in data.group])
     model = Ranker("lambdarank", n_estimators=2, params={"lambdarank_position_bias_regularization": 0.1})
