@@ -5,8 +5,12 @@ objective, metric or estimator that needs them), so ``import gbrank`` is quick.
 """
 
 from ._lazy import lazy_exports as _lazy_exports
+from ._numba_cache import ensure_cache as _ensure_cache
 from ._version import __version__
 from .objectives import registry as _registry
+
+# before any kernel is defined (none is above): a read-only install needs another cache folder
+_ensure_cache()
 
 _FIXED = {
     "NDCGBoost": "gbrank.ndcg_boost_learner:NDCGBoost",

@@ -17,9 +17,10 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_array, check_consistent_length, check_is_fitted, validate_data
+from sklearn.utils.validation import check_consistent_length, check_is_fitted
 
 from ._frame import QueryOrder, query_order, split_qid
+from ._sklearn_compat import check_array, validate_data
 from ._validation import check_labels, check_weights
 from .engines import BUILTIN_OBJECTIVES, is_builtin, positions, uses_position, with_position
 from .engines import predict as engine_predict
@@ -233,6 +234,10 @@ class Ranker(BaseEstimator):
         # Both engines route missing feature values down a learned default branch.
         tags.input_tags.allow_nan = True
         return tags
+
+    def _more_tags(self) -> dict[str, bool]:
+        # the tags above for scikit-learn < 1.6, which reads them here
+        return {"requires_y": True, "requires_positive_y": True, "allow_nan": True}
 
     # ------------------------------------------------------------------ fit
     def fit(

@@ -323,3 +323,15 @@ def benchmark_script(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def installed_before(package: str, version: str) -> bool:
+    """Whether ``package`` is installed in a version older than ``version`` (False if absent)."""
+    from importlib import metadata
+
+    from packaging.version import Version
+
+    try:
+        return Version(metadata.version(package)) < Version(version)
+    except metadata.PackageNotFoundError:
+        return False

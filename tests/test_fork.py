@@ -20,6 +20,8 @@ from pathlib import Path
 import numba
 import pytest
 
+from helpers import installed_before
+
 ROOT = Path(__file__).resolve().parent.parent
 TIME_LIMIT = 120  # seconds; the scenarios take a few seconds once the numba cache is warm
 
@@ -177,8 +179,15 @@ SINGLE_THREADED = {
 }
 
 
+# XGBoost 2.0 leaves the child hanging after a training with its built-in objective as well
+# (seen on 2.0.0): nothing for gbrank to keep
+XGBOOST_FORKS = pytest.mark.skipif(
+    installed_before("xgboost", "2.1"), reason="XGBoost 2.0's own training on one thread leaves a forked child hanging"
+)
+
+
 @needs_fork
-@pytest.mark.parametrize("engine", sorted(SINGLE_THREADED))
+@pytest.mark.parametrize("engine", ["lightgbm", pytest.param("xgboost", marks=XGBOOST_FORKS)])
 def test_a_single_threaded_training_leaves_a_fork_that_trains(engine):
     """gbrank starts no OpenMP threads of its own inside an engine's training: after
     ``lgb.train(num_threads=1)`` or ``xgb.train(nthread=1)`` with a gbrank objective, a

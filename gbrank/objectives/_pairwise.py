@@ -306,7 +306,8 @@ def _finish(order, lo, scratch, shares, total, loss, isettings, grad, hess, shar
     """Scatter one query's sums back to its rows (LightGBM's norm factor applied); its loss."""
     factor = 1.0
     if isettings[NORM] and total > 0.0:
-        factor = math.log2(1.0 + total) / total
+        # np.log2: numba 0.59 cannot type math.log2
+        factor = np.log2(1.0 + total) / total
     for t in range(order.size):
         row = lo + order[t]
         grad[row] = scratch[_G, t] * factor
