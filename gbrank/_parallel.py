@@ -8,9 +8,9 @@ Why not ``prange``: numba compiles a ``prange`` loop into a separate function, a
 it and the caller, and each links the per-query function it calls and optimises it again
 whole. For the large per-query functions of the Plackett–Luce, ListNet and pairwise
 objectives that was a third of the first call's compile time (1 s of a pairwise objective's
-2.5 s); a plain loop over a block links it once. Kernels whose per-query work is small or
-written in the loop itself (the metrics, NDCG_Boost) keep ``prange`` on
-numba's threading layer (:mod:`gbrank._threading`).
+2.5 s); a plain loop over a block links it once. Every kernel of gbrank runs through
+:func:`over_queries`, the metrics' and NDCG_Boost's included (a metric kernel allocates its
+scratch buffers once per block).
 
 Inside LightGBM's training the blocks go to LightGBM's own OpenMP threads instead
 (:func:`engine_threads`). The engines run their loops on GNU OpenMP, whose threads keep

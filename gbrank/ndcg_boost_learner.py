@@ -37,10 +37,11 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_array, check_is_fitted
 
+from ._parallel import over_queries
 from .gains import gain_values
 from .groups import check_group, group_offsets
 from .objectives.ndcg_boost import prepare_queries, run_pass, step_sums
@@ -52,17 +53,18 @@ _FORMAT_VERSION = 1
 
 
 # --------------------------------------------------------------------------- weak learner
-@njit(cache=True, parallel=True)
-def _scan_features(sorted_rows, splits, weight, total, best_eta, best_pos, best_pol):
-    """Best split of each feature for ``sum_i weight_i f(x_i)``, in one pass over its order.
+@njit(cache=True, nogil=True)
+def _scan_features(f0, f1, sorted_rows, splits, weight, total, best_eta, best_pos, best_pol):
+    """Best split of the features ``f0 <= f < f1`` for ``sum_i weight_i f(x_i)``, in one pass
+    over each one's order.
 
     Walking a feature's values upwards, ``below = sum of weights with x <= t``; the stump
     ``[x <= t]`` scores ``below`` and ``[x > t]`` scores ``total - below``. Only thresholds
     between two distinct values are candidates (``splits[d, k]``: the ``k``-th and
     ``k+1``-th smallest values differ); the others do not split the documents.
     """
-    n_features, n = sorted_rows.shape
-    for f in prange(n_features):
+    n = sorted_rows.shape[1]
+    for f in range(f0, f1):
         below = 0.0
         eta = -np.inf
         pos = -1
@@ -95,13 +97,17 @@ class _PresortedFeatures:
         splits = np.zeros(self.sorted_rows.shape, dtype=np.bool_)
         splits[:, :-1] = (values[:-1] < values[1:]).T
         self.splits = splits
+        # each feature's scan is a "query" of n rows, so that gbrank._parallel splits the
+        # features into blocks of about equal work
+        self.feature_offsets = np.arange(X.shape[1] + 1, dtype=np.int64) * X.shape[0]
 
     def best(self, weight: np.ndarray) -> tuple[int, float, int, float]:
         n_features = self.sorted_rows.shape[0]
         eta = np.empty(n_features)
         pos = np.empty(n_features, dtype=np.int64)
         pol = np.empty(n_features, dtype=np.int64)
-        _scan_features(self.sorted_rows, self.splits, weight, float(weight.sum()), eta, pos, pol)
+        over_queries(_scan_features, self.feature_offsets, self.sorted_rows, self.splits, weight, float(weight.sum()),
+                     eta, pos, pol)
         feature = int(np.argmax(eta))
         if pos[feature] < 0:
             return -1, 0.0, 0, -np.inf

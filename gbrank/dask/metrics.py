@@ -3,7 +3,6 @@ or worker, averaged over all queries."""
 
 from __future__ import annotations
 
-import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd

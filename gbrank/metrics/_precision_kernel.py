@@ -17,9 +17,10 @@ precision.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from ._ranking import chunk_bounds, chunk_count, count_above, cutoff, rank_top, scratch, tie_block
+from .._parallel import MIN_ROWS_PER_THREAD_LIGHT, over_queries
+from ._ranking import count_above, cutoff, rank_top, scratch, tie_block
 
 #: The kernel's ``measure`` argument for precision at k and for average precision at k.
 PRECISION = None
@@ -64,13 +65,19 @@ def _query(labels, scores, lo, hi, k, threshold, other_denominator, measure, fil
     return hits / (kk if other_denominator else k)
 
 
-@njit(parallel=True, cache=True)
+@njit(cache=True, nogil=True)
+def _block(q0, q1, labels, scores, kmax, longest, by_sort, average, offsets, k, threshold, other_denominator, measure,
+           fill, out):
+    buffers = scratch(kmax, longest)
+    for q in range(q0, q1):
+        out[q] = _query(labels, scores, offsets[q], offsets[q + 1], k, threshold, other_denominator, measure, fill,
+                        buffers, by_sort, average)
+
+
 def precision_kernel(labels, scores, kmax, longest, by_sort, average, offsets, k, threshold, other_denominator,
                      measure, fill):
+    """The measure of every query (float64, one per query)."""
     out = np.empty(offsets.size - 1)
-    for chunk in prange(chunk_count(out.size)):
-        buffers = scratch(kmax, longest)
-        for q in range(*chunk_bounds(chunk, out.size)):
-            out[q] = _query(labels, scores, offsets[q], offsets[q + 1], k, threshold, other_denominator, measure,
-                            fill, buffers, by_sort, average)
+    over_queries(_block, offsets, labels, scores, kmax, longest, by_sort, average, offsets, k, threshold,
+                 other_denominator, measure, fill, out, min_rows=MIN_ROWS_PER_THREAD_LIGHT)
     return out

@@ -24,8 +24,8 @@ for the sort, ``average`` is None unless tied blocks are averaged (:func:`kernel
 sets both). A plain integer flag would compile both branches into every kernel, and
 ``numba.literally`` costs milliseconds per call.
 
-Kernels run queries in chunks of ``CHUNK`` so that the scratch buffers are allocated once per
-chunk rather than once per query.
+Kernels run a block of queries (:func:`gbrank._parallel.over_queries`) and allocate their
+scratch buffers once per block rather than once per query.
 
 Tie policies (integer codes, so that the kernels stay free of strings):
 
@@ -55,7 +55,6 @@ TIES_AVERAGE = 2
 
 TIES = {"input": TIES_INPUT, "pessimistic": TIES_PESSIMISTIC, "average": TIES_AVERAGE}
 
-CHUNK = 64
 # Insertion costs up to kk moves per admitted row; past this cut-off a sort is cheaper.
 INSERTION_MAX = 32
 # Distinct values top_values looks for by plain passes before it falls back to insertion.
@@ -69,19 +68,8 @@ def kernel_options(tie_code: int, kmax: int) -> tuple[bool | None, bool | None]:
 
 
 @njit(cache=True, inline="always")
-def chunk_count(n_queries):
-    return (n_queries + CHUNK - 1) // CHUNK
-
-
-@njit(cache=True, inline="always")
-def chunk_bounds(chunk, n_queries):
-    """First and end (exclusive) query of a chunk."""
-    return chunk * CHUNK, min(n_queries, (chunk + 1) * CHUNK)
-
-
-@njit(cache=True, inline="always")
 def scratch(kmax, longest):
-    """One chunk's buffers for :func:`rank_top` and :func:`top_values`: the ranks, the kept
+    """One block's buffers for :func:`rank_top` and :func:`top_values`: the ranks, the kept
     values, the candidates."""
     return (
         np.empty(kmax, dtype=np.int64),

@@ -5,13 +5,14 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from .._parallel import MIN_ROWS_PER_THREAD_LIGHT, over_queries
 from .._validation import check_labels
 from ..gains import EXP2_MAX_LABEL
 from ._common import by_query, NoRelevant, check_inputs, check_k, check_no_relevant
 from ._common import check_ties, ranked, reduce_queries, shared_doc
-from ._ranking import chunk_bounds, chunk_count, count_above, cutoff, rank_top, scratch
+from ._ranking import count_above, cutoff, rank_top, scratch
 
 __all__ = ["err"]
 
@@ -31,14 +32,17 @@ def _err_query(stop, scores, lo, hi, k, fill, buffers, by_sort):
     return value
 
 
-@njit(parallel=True, cache=True)
+@njit(cache=True, nogil=True)
+def _err_block(q0, q1, stop, scores, kmax, longest, by_sort, offsets, k, fill, out):
+    buffers = scratch(kmax, longest)
+    for q in range(q0, q1):
+        out[q] = _err_query(stop, scores, offsets[q], offsets[q + 1], k, fill, buffers, by_sort)
+
+
 def _err_kernel(stop, scores, kmax, longest, by_sort, offsets, k, fill):
     out = np.empty(offsets.size - 1)
-    for chunk in prange(chunk_count(out.size)):
-        buffers = scratch(kmax, longest)
-        for q in range(*chunk_bounds(chunk, out.size)):
-            lo, hi = offsets[q], offsets[q + 1]
-            out[q] = _err_query(stop, scores, lo, hi, k, fill, buffers, by_sort)
+    over_queries(_err_block, offsets, stop, scores, kmax, longest, by_sort, offsets, k, fill, out,
+                 min_rows=MIN_ROWS_PER_THREAD_LIGHT)
     return out
 
 

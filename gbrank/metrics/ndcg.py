@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from .._parallel import MIN_ROWS_PER_THREAD_LIGHT, over_queries
 from ..gains import Discount, Gain, discount_values, gain_values
 from ._common import by_query, NoRelevant, check_inputs, check_k
 from ._common import check_no_relevant, check_ties, ranked, reduce_queries, shared_doc
-from ._ranking import chunk_bounds, chunk_count, cutoff, rank_top, scratch, tie_block, top_values
+from ._ranking import cutoff, rank_top, scratch, tie_block, top_values
 
 __all__ = ["ndcg"]
 
@@ -40,14 +41,17 @@ def _ndcg_query(gains, scores, lo, hi, k, disc, fill, buffers, by_sort, average)
     return dcg / ideal
 
 
-@njit(parallel=True, cache=True)
+@njit(cache=True, nogil=True)
+def _ndcg_block(q0, q1, gains, scores, longest, by_sort, average, offsets, k, disc, fill, out):
+    buffers = scratch(disc.size, longest)
+    for q in range(q0, q1):
+        out[q] = _ndcg_query(gains, scores, offsets[q], offsets[q + 1], k, disc, fill, buffers, by_sort, average)
+
+
 def _ndcg_kernel(gains, scores, longest, by_sort, average, offsets, k, disc, fill):
     out = np.empty(offsets.size - 1)
-    for chunk in prange(chunk_count(out.size)):
-        buffers = scratch(disc.size, longest)
-        for q in range(*chunk_bounds(chunk, out.size)):
-            lo, hi = offsets[q], offsets[q + 1]
-            out[q] = _ndcg_query(gains, scores, lo, hi, k, disc, fill, buffers, by_sort, average)
+    over_queries(_ndcg_block, offsets, gains, scores, longest, by_sort, average, offsets, k, disc, fill, out,
+                 min_rows=MIN_ROWS_PER_THREAD_LIGHT)
     return out
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from ._common import by_query, NoRelevant, binary_metric, check_binary, shared_doc
-from ._ranking import chunk_bounds, chunk_count, count_above, cutoff, rank_top, scratch, tie_block
+from .._parallel import MIN_ROWS_PER_THREAD_LIGHT, over_queries
+from ._common import NoRelevant, binary_metric, by_query, check_binary, shared_doc
+from ._ranking import count_above, cutoff, rank_top, scratch, tie_block
 
 __all__ = ["mean_reciprocal_rank", "mrr"]
 
@@ -40,14 +41,17 @@ def _rr_query(labels, scores, lo, hi, k, threshold, fill, buffers, by_sort, aver
     return 0.0
 
 
-@njit(parallel=True, cache=True)
+@njit(cache=True, nogil=True)
+def _rr_block(q0, q1, labels, scores, kmax, longest, by_sort, average, offsets, k, threshold, fill, out):
+    buffers = scratch(kmax, longest)
+    for q in range(q0, q1):
+        out[q] = _rr_query(labels, scores, offsets[q], offsets[q + 1], k, threshold, fill, buffers, by_sort, average)
+
+
 def _rr_kernel(labels, scores, kmax, longest, by_sort, average, offsets, k, threshold, fill):
     out = np.empty(offsets.size - 1)
-    for chunk in prange(chunk_count(out.size)):
-        buffers = scratch(kmax, longest)
-        for q in range(*chunk_bounds(chunk, out.size)):
-            out[q] = _rr_query(labels, scores, offsets[q], offsets[q + 1], k, threshold,
-                               fill, buffers, by_sort, average)
+    over_queries(_rr_block, offsets, labels, scores, kmax, longest, by_sort, average, offsets, k, threshold, fill,
+                 out, min_rows=MIN_ROWS_PER_THREAD_LIGHT)
     return out
 
 

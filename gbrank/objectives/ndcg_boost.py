@@ -65,9 +65,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from .._docstrings import fill_doc, objective_example
+from .._parallel import over_queries
 from .._validation import InvalidParameterError, check_labels, check_scores
 from ..gains import Gain, discount_values, gain_values
 from ..groups import check_group
@@ -127,29 +128,9 @@ def prepare_queries(gains: np.ndarray, offsets: np.ndarray) -> NDCGBoostState:
     return NDCGBoostState(offsets, blocks.order, sorted_gain, blocks.block_end, inv_z, tie_mass)
 
 
-@njit(cache=True, parallel=True)
-def relaxation_pass(F, scale, offsets, order, sorted_gain, block_end, inv_z, tie_mass, w, curv, m):
-    """Per query: ``M_q`` (eq. 11), the weights ``w_i`` (eq. 16) and the curvature bound.
-
-    Parameters
-    ----------
-    F : float64 (n_rows,)
-        The paper's ``F_i`` (twice the objective's score).
-    offsets, order, sorted_gain, block_end, inv_z, tie_mass
-        From :func:`prepare_queries`.
-    w, curv : float64 (n_rows,), written
-        ``w_i = sum_j (g_i - g_j)/Z_q gamma_ij`` and ``c_i = sum_j |g_i - g_j|/Z_q gamma_ij``.
-    m : float64 (n_queries,), written
-        ``M_q(F)``.
-
-    Notes
-    -----
-    Each pair with different labels is visited once, higher gain first (``g_i > g_j``), and
-    adds ``g_j + (g_i - g_j) sigma(F_j - F_i)`` to ``Z_q M_q`` (its two terms of eq. 11, as
-    ``sigma(x) + sigma(-x) = 1``).
-    """
-    n_queries = offsets.shape[0] - 1
-    for q in prange(n_queries):
+@njit(cache=True, nogil=True)
+def _relaxation_block(q0, q1, F, scale, offsets, order, sorted_gain, block_end, inv_z, tie_mass, w, curv, m):
+    for q in range(q0, q1):
         a, b = offsets[q], offsets[q + 1]
         n = b - a
         iz = inv_z[q]
@@ -192,16 +173,33 @@ def relaxation_pass(F, scale, offsets, order, sorted_gain, block_end, inv_z, tie
         m[q] = acc * iz
 
 
-@njit(cache=True, parallel=True)
-def step_sums(F, f, offsets, order, sorted_gain, inv_z, out):
-    """The two sums of eq. (15) per query, for a binary weak ranker ``f``.
+def relaxation_pass(F, scale, offsets, order, sorted_gain, block_end, inv_z, tie_mass, w, curv, m):
+    """Per query: ``M_q`` (eq. 11), the weights ``w_i`` (eq. 16) and the curvature bound.
 
-    With ``c_ij = g_i / Z_q * theta_ij``, writes ``out[q, 0] = sum_{i,j} c_ij I(f_j < f_i)``
-    and ``out[q, 1] = sum_{i,j} c_ij I(f_j > f_i)``. Pairs with equal labels count here
-    (both orders, equal amounts); pairs of two irrelevant documents have ``c = 0``.
+    Parameters
+    ----------
+    F : float64 (n_rows,)
+        The paper's ``F_i`` (twice the objective's score).
+    offsets, order, sorted_gain, block_end, inv_z, tie_mass
+        From :func:`prepare_queries`.
+    w, curv : float64 (n_rows,), written
+        ``w_i = sum_j (g_i - g_j)/Z_q gamma_ij`` and ``c_i = sum_j |g_i - g_j|/Z_q gamma_ij``.
+    m : float64 (n_queries,), written
+        ``M_q(F)``.
+
+    Notes
+    -----
+    Each pair with different labels is visited once, higher gain first (``g_i > g_j``), and
+    adds ``g_j + (g_i - g_j) sigma(F_j - F_i)`` to ``Z_q M_q`` (its two terms of eq. 11, as
+    ``sigma(x) + sigma(-x) = 1``).
     """
-    n_queries = offsets.shape[0] - 1
-    for q in prange(n_queries):
+    over_queries(_relaxation_block, offsets, F, scale, offsets, order, sorted_gain, block_end, inv_z, tie_mass, w,
+                 curv, m)
+
+
+@njit(cache=True, nogil=True)
+def _step_sums_block(q0, q1, F, f, offsets, order, sorted_gain, inv_z, out):
+    for q in range(q0, q1):
         a, b = offsets[q], offsets[q + 1]
         n = b - a
         iz = inv_z[q]
@@ -233,6 +231,16 @@ def step_sums(F, f, offsets, order, sorted_gain, inv_z, out):
                         lower += sorted_gain[a + r] * gamma
         out[q, 0] = lower * iz
         out[q, 1] = upper * iz
+
+
+def step_sums(F, f, offsets, order, sorted_gain, inv_z, out):
+    """The two sums of eq. (15) per query, for a binary weak ranker ``f``.
+
+    With ``c_ij = g_i / Z_q * theta_ij``, writes ``out[q, 0] = sum_{i,j} c_ij I(f_j < f_i)``
+    and ``out[q, 1] = sum_{i,j} c_ij I(f_j > f_i)``. Pairs with equal labels count here
+    (both orders, equal amounts); pairs of two irrelevant documents have ``c = 0``.
+    """
+    over_queries(_step_sums_block, offsets, F, f, offsets, order, sorted_gain, inv_z, out)
 
 
 def run_pass(state: NDCGBoostState, F: np.ndarray, scale: float = 1.0):

@@ -35,7 +35,7 @@ from functools import partial
 from typing import Any, Callable, Literal, NamedTuple, Union
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from .._deprecation import legacy_arguments
 from .._docstrings import fill_doc, objective_example
@@ -97,13 +97,17 @@ def _score_query_order(scores, order, tie_end, head, offsets, q, out):
 
 # ties="score" is its own kernel, run before the loss kernels, so that the default random
 # tie-breaking compiles no sort.
-@njit(parallel=True, cache=True)
+@njit(cache=True, nogil=True)
+def _score_order_block(q0, q1, scores, order, tie_end, head, offsets, out):
+    for q in range(q0, q1):
+        _score_query_order(scores, order, tie_end, head, offsets, q, out)
+
+
 def score_order(scores, order, tie_end, head, offsets):
     """``order`` with each tied block that begins within a query's first ``head`` positions
     sorted by current score, descending (stable): the most likely consistent permutation."""
     out = order.copy()
-    for q in prange(offsets.shape[0] - 1):
-        _score_query_order(scores, order, tie_end, head, offsets, np.int64(q), out)
+    over_queries(_score_order_block, offsets, scores, order, tie_end, head, offsets, out)
     return out
 
 
