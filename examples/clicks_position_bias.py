@@ -18,17 +18,15 @@ train, test = split_queries(data, (0.7, 0.3), seed=0)
 log = simulate_clicks(train.y, train.group, X=train.X, sessions_per_query=100, top_k=20, eta=1.0,
                       logging_fraction=0.005, seed=0)
 
-# The rows of a query need no particular order: gbrank reads each row's display position
-# from the Dataset as given, before LightGBM keeps them as ids (see docs/clicks.md).
+# The rows of a query need no particular order: each row's display position travels with
+# the objective, bound by gbrank.engines.with_position (LightGBM keeps only ids of a Dataset's
+# positions; see docs/clicks.md).
 X, clicks, position = train.X, log.clicks, log.position
 params = {"learning_rate": 0.1, "num_leaves": 15, "verbose": -1, "num_threads": 1, "seed": 0}
-
-
 datasets = {}
 
 
 def fit(objective, labels, position=None):
-    # the positions travel with the objective: LightGBM keeps only ids of a Dataset's
     dataset = datasets[id(objective)] = lgb.Dataset(X, labels, group=train.group)
     if position is not None:
         objective = gbrank.engines.with_position(objective, position)

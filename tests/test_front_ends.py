@@ -56,8 +56,8 @@ def test_click_objectives_need_no_display_order_as_the_example_and_the_page_say(
     assert not np.array_equal(shown, np.arange(len(data)))
     scores = []
     for rows in (np.arange(len(data)), shown):
-        objective = gbrank.ips_listnet(propensity=log.theta)
-        dataset = lgb.Dataset(data.X[rows], log.clicks[rows], group=data.group, position=log.position[rows])
+        objective = gbrank.engines.with_position(gbrank.ips_listnet(propensity=log.theta), log.position[rows])
+        dataset = lgb.Dataset(data.X[rows], log.clicks[rows], group=data.group)
         booster = lgb.train({**params, "objective": objective}, dataset, num_boost_round=5)
         scores.append(booster.predict(data.X))
     np.testing.assert_allclose(scores[0], scores[1], rtol=1e-9, atol=1e-12)

@@ -329,8 +329,16 @@ class PlackettLuce(RankingObjective):
             active = np.ones(sizes.size, dtype=np.uint8)
         last_positive = np.where(weights > 0, blocks.position, 0)
         head = np.maximum.reduceat(last_positive, offsets[:-1]) if sizes.size else np.zeros(0, np.int64)
+        # the draws key on each row's rank among its query's distinct labels, not on the label
+        # values: the loss depends on their order only, and so do its random tie-breaks
+        first_of_block = np.ones(n, dtype=bool)
+        first_of_block[1:] = blocks.block_start[1:] != blocks.block_start[:-1]
+        block_number = np.cumsum(first_of_block)
+        ranks = np.empty(n, dtype=np.float64)
+        if n:  # an empty query's start is read by none of its (no) rows
+            ranks[blocks.order] = block_number - block_number[np.minimum(offsets[:-1], n - 1)][blocks.qid]
         return PLState(blocks.order, blocks.block_end, weights, head.astype(np.int64), offsets, active,
-                       query_keys(self.seed, labels, offsets))
+                       query_keys(self.seed, ranks, offsets))
 
     def _kernel_args(self, state: PLState, scores):
         order = state.order
