@@ -29,18 +29,32 @@ def splitmix64(x):
     return z ^ (z >> np.uint64(31))
 
 
-@njit(cache=True)
-def query_keys(seed, labels, offsets):
-    """Per query, the start of its random stream: the seed and the query's labels, hashed
-    (int64 words, so that they travel to an engine's threads as any array does)."""
-    out = np.empty(offsets.shape[0] - 1, dtype=np.int64)
-    base = splitmix64(np.uint64(seed))
-    for q in range(out.shape[0]):
-        h = splitmix64(base ^ np.uint64(offsets[q + 1] - offsets[q]))
-        for i in range(offsets[q], offsets[q + 1]):
-            h = splitmix64(h ^ np.float64(labels[i]).view(np.uint64))
-        out[q] = np.int64(h)
-    return out
+def _splitmix64_array(x: np.ndarray) -> np.ndarray:
+    """:func:`splitmix64` over a uint64 array (numpy, wrapping as the compiled one does)."""
+    z = x + _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return z ^ (z >> np.uint64(31))
+
+
+def query_keys(seed: int, values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Per query, the start of its random stream: the seed and the query's ``values`` (its
+    labels, or their ranks), each mixed with its place in the query and summed, hashed; as
+    int64 words, so that they travel to an engine's threads as any array does. Computed with
+    numpy, once per training set: no kernel to compile."""
+    sizes = np.diff(offsets)
+    n_queries = sizes.size
+    if not n_queries:
+        return np.zeros(0, dtype=np.int64)
+    bits = np.ascontiguousarray(values, dtype=np.float64).view(np.uint64)
+    place = (np.arange(bits.size) - np.repeat(offsets[:-1], sizes)).astype(np.uint64)
+    with np.errstate(over="ignore"):
+        rows = _splitmix64_array(bits ^ _splitmix64_array(place))
+        summed = np.zeros(n_queries, dtype=np.uint64)
+        np.add.at(summed, np.repeat(np.arange(n_queries), sizes), rows)
+        base = _splitmix64_array(np.array([seed], dtype=np.uint64))
+        keys = _splitmix64_array(summed ^ base ^ _splitmix64_array(sizes.astype(np.uint64)))
+    return keys.view(np.int64)
 
 
 @njit(cache=True)
