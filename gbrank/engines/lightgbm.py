@@ -160,8 +160,8 @@ def read(data, *, position: bool = False) -> Fields:
     )
 
 
-# LightGBM's stand-in for an infinite label (Common::AvoidInf on float)
-_INF_STAND_IN = 1e38
+# LightGBM's stand-in for an infinite label (Common::AvoidInf on float), as the float32 it stores
+_INF_STAND_IN = float(np.float32(1e38))
 
 
 def _check_stand_in(labels) -> None:
