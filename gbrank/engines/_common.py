@@ -208,7 +208,7 @@ def gradients(objective, preds, data=None, *, labels=None, sizes=None, weights=N
         if position is not None:
             return objective.grad_hess(labels, preds, sizes, weights, position=position)
         return objective(preds, data) if data is not None else objective(labels, preds, weights, sizes)
-    owner = data if data is not None else (labels if isinstance(labels, np.ndarray) else None)
+    owner = data if data is not None else bindings.owner_of_labels(labels)
     binding = bindings.bound(objective, owner, labels, sizes, weights, position, statistics)
     with kernel_threads(data):
         return binding.grad_hess(preds)

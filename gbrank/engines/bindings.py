@@ -20,9 +20,11 @@ import threading
 import weakref
 from typing import Any
 
+import numpy as np
+
 from .statistics import Statistics
 
-__all__ = ["bound", "find"]
+__all__ = ["bound", "find", "owner_of_labels"]
 
 _lock = threading.Lock()
 # id(owner) -> (weak reference to owner, {objective value key: binding})
@@ -35,6 +37,12 @@ def _forget(key: int, ref: weakref.ref, lock=_lock, kept=_kept) -> None:
         entry = kept.get(key)
         if entry is not None and entry[0] is ref:
             del kept[key]
+
+
+def owner_of_labels(labels: Any) -> Any:
+    """What a binding of fields given as plain arrays is kept for: the label array while it
+    lives (a list, a new object at every call, keeps none)."""
+    return labels if isinstance(labels, np.ndarray) else None
 
 
 def find(owner: Any, objective: Any):

@@ -282,7 +282,7 @@ class RankingObjective:
 
     def loss(self, y_true, y_pred, group) -> float:
         """Sum over queries of the per-query loss (sample weights do not enter)."""
-        return _engines.bindings.bound(self, _owner(y_true), y_true, group).loss(y_pred)
+        return _engines.bindings.bound(self, _engines.bindings.owner_of_labels(y_true), y_true, group).loss(y_pred)
 
     def __call__(self, y_true, y_pred, weight=None, group=None):
         """Engine entry point: ``(preds, Dataset)``, ``(preds, DMatrix)`` or LGBMRanker's
@@ -334,12 +334,6 @@ class RankingObjective:
     def __repr__(self) -> str:
         args = ", ".join(f"{key}={value!r}" for key, value in self._params().items())
         return f"{self.factory}({args})"
-
-
-def _owner(labels):
-    """What a binding of plain arrays is kept for: the label array while it lives (a list,
-    a new object at every call, keeps none)."""
-    return labels if isinstance(labels, np.ndarray) else None
 
 
 RankingObjective.__init__ = _freezing(RankingObjective.__init__)  # type: ignore[method-assign]
