@@ -41,7 +41,7 @@ def _command(*args: str) -> list[str]:
 
 def _environ() -> dict:
     environ = dict(os.environ)
-    environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), environ.get("PYTHONPATH")]))
+    environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), environ.get("PYTHONPATH")]))
     return environ
 
 

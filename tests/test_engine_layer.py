@@ -1,8 +1,8 @@
-"""Only the engine layer, ``gbrank/engines/``, imports LightGBM or XGBoost.
+"""Only the engine layer, ``src/gbrank/engines/``, imports LightGBM or XGBoost.
 
 Every module of the package is read (its syntax tree, so that prose naming ``lgb.train`` does
 not count) for ``import lightgbm``/``import xgboost``, ``from lightgbm... import`` and
-``importlib.import_module("xgboost...")``. A module outside ``gbrank/engines/`` that does is
+``importlib.import_module("xgboost...")``. A module outside ``src/gbrank/engines/`` that does is
 an error unless it is listed below with the reason; a listed module that no longer does is an
 error too, so the list stays the list of what is left. The examples, the benchmark scripts
 and the tests are users of the engines, not part of the library, and are not read.
@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "gbrank"
+PACKAGE = Path(__file__).resolve().parent.parent / "src" / "gbrank"
 ENGINES = ("lightgbm", "xgboost")
 LAYER = "engines/"
 
@@ -55,7 +55,7 @@ def test_only_the_engine_layer_imports_the_engines():
     found = importers()
     outside = {name: imports for name, imports in found.items()
                if not name.startswith(LAYER) and name not in EXCEPTIONS}
-    assert not outside, f"engine imports outside gbrank/engines/ (move them into the engine layer): {outside}"
+    assert not outside, f"engine imports outside src/gbrank/engines/ (move them into the engine layer): {outside}"
     assert any(name.startswith(LAYER) for name in found)
 
 

@@ -247,11 +247,11 @@ def extended(tmp_path_factory):
     entry and its guide page."""
     root = tmp_path_factory.mktemp("extended")
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "_build")
-    for part in ("gbrank", "docs", "tests", "examples", "benchmarks"):  # the docs include examples and benchmarks
+    for part in ("src", "docs", "tests", "examples", "benchmarks"):  # the docs include examples and benchmarks
         shutil.copytree(ROOT / part, root / part, ignore=ignore)
     shutil.copy2(ROOT / "README.md", root / "README.md")
-    (root / "gbrank" / "objectives" / "toy_softmax.py").write_text(toy_module())
-    with open(root / "gbrank" / "objectives" / "registry.py", "a") as registry_file:
+    (root / "src" / "gbrank" / "objectives" / "toy_softmax.py").write_text(toy_module())
+    with open(root / "src" / "gbrank" / "objectives" / "registry.py", "a") as registry_file:
         registry_file.write(TOY_ENTRY)
     (root / "docs" / "objectives" / "toy-softmax.md").write_text(TOY_PAGE)
     return root
@@ -259,7 +259,7 @@ def extended(tmp_path_factory):
 
 def run_in(root: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
     """``python *args`` importing gbrank from ``root``."""
-    env = {**os.environ, "PYTHONPATH": str(root)}
+    env = {**os.environ, "PYTHONPATH": str(root / "src")}
     return subprocess.run([sys.executable, *args], cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
 
 

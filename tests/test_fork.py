@@ -65,7 +65,7 @@ def run_python(code: str, env: dict | None = None) -> str:
     # forking, and let check_layer fail (TBB expected) or skip
     code = f"FORK_UNSAFE_OMP = {sys.platform.startswith('linux')}\n" + code
     environ = {**os.environ, **(env or {})}
-    environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), environ.get("PYTHONPATH")]))
+    environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), environ.get("PYTHONPATH")]))
     try:
         result = subprocess.run(
             [sys.executable, "-c", code], cwd=ROOT, env=environ, capture_output=True, text=True,

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -85,3 +87,18 @@ def test_star_import():
     namespace: dict = {}
     exec("from gbrank import *", namespace)
     assert {"listmle_topk", "Ranker", "metrics"} <= set(namespace)
+
+
+def test_the_folder_above_a_checkout_named_gbrank_imports_the_package(tmp_path):
+    # From the folder above a checkout named ``gbrank``, Python finds that folder first; with
+    # the package at the checkout's top it imported as an empty namespace package and hid
+    # the installed one. The src layout leaves the installed package to win.
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "gbrank").symlink_to(root, target_is_directory=True)
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    code = "import gbrank; print(gbrank.listmle_topk.__name__)"
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    if "No module named" in done.stderr:
+        pytest.skip("gbrank is not installed in this environment (pip install -e .)")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "listmle_topk"

@@ -47,7 +47,7 @@ def run_read_only(tmp_path: Path) -> subprocess.CompletedProcess:
     home = tmp_path / "home"  # a file: no cache folder can be made under it
     home.touch()
     env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_") and k != "XDG_CACHE_HOME"}
-    env.update(TMPDIR=str(temporary), HOME=str(home), PYTHONPATH=str(ROOT), PYTHONWARNINGS="always")
+    env.update(TMPDIR=str(temporary), HOME=str(home), PYTHONPATH=str(ROOT / "src"), PYTHONWARNINGS="always")
     return subprocess.run([sys.executable, "-c", READ_ONLY + TRAIN], capture_output=True, text=True, env=env, timeout=600)
 
 

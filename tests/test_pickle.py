@@ -58,7 +58,7 @@ def run_main(tmp_path: Path, code: str) -> str:
     script = tmp_path / "main.py"
     script.write_text(textwrap.dedent(code))
     environ = dict(os.environ)
-    environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), environ.get("PYTHONPATH")]))
+    environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), environ.get("PYTHONPATH")]))
     try:
         result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=environ, capture_output=True,
                                 text=True, timeout=TIME_LIMIT)

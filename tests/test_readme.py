@@ -41,7 +41,7 @@ NDCG = re.compile(r"NDCG@10:? [01]\.\d+")
 
 
 def run(args, cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))}
     result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     assert result.returncode == 0, f"{args}\nexit {result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     return result
