@@ -17,7 +17,36 @@ so :math:`P(\text{click at } p) = \theta_p\, r(l)`.
 Cascade model (``click_model="cascade"``): the user reads from the top, clicks an examined
 document with probability :math:`r(l)` and stops at the first click (Craswell et al. 2008).
 Examination then depends on the documents above, so no per-position :math:`\theta_p`
-describes it: a test of what a position-based estimator does when its model is wrong.
+describes it: a test of what a position-based estimator does when its model is wrong. The
+document at position :math:`p` is clicked with probability
+:math:`r(l_p) \prod_{j < p} (1 - r(l_j))`, whatever :math:`\eta`.
+
+Trust bias (``click_model="trust"``; Agarwal et al., WWW 2019; Vardasbi et al., CIKM 2020):
+an examined document is relevant with probability :math:`\gamma = r(l)`, and users trust
+the top of the list: they click an examined relevant document with probability
+:math:`\epsilon^+_p` and an examined irrelevant one with probability :math:`\epsilon^-_p`,
+both depending on the position, so
+
+.. math::
+
+    P(\text{click at } p) = \theta_p \left(\epsilon^+_p\, \gamma + \epsilon^-_p (1 - \gamma)\right),
+
+affine in :math:`\gamma`, which inverse propensities alone cannot undo. By default
+:math:`\epsilon^+_p = 1 - (\min(p, 20) + 1)/100` and :math:`\epsilon^-_p = 0.65/\min(p, 10)`
+(Vardasbi et al., CIKM 2020 and SIGIR 2021, after Agarwal et al.).
+
+The fold (``fold=f``): positions past :math:`f` are shown and logged, with their positions,
+but never examined, :math:`\theta_p = 0` for :math:`p > f` (a page of ``top_k`` results of
+which the user sees the first :math:`f`); under the cascade model the user stops at the fold.
+
+Click noise (``click_noise=nu``): in every session each document shown at or above the fold
+also gets a click with probability :math:`\nu`, independently of examination, relevance and
+the other documents (a misclick); the row is clicked if the click model or the noise clicks
+it, :math:`P = 1 - (1 - P_{\text{model}})(1 - \nu)`. The noise clicks do not stop a cascade.
+
+Clicks per row (``aggregate``): ``"count"``, the number of sessions in which the row was
+clicked (in every session a row is clicked at most once); ``"binary"``, whether it was
+clicked in any of them, :math:`1 - (1 - P)^N` over :math:`N` sessions at one position.
 
 Logging policies: ``"deterministic"`` shows the same top ``top_k`` of the logging scores in
 every session; ``"plackett_luce"`` samples each session's ranking from the Plackett–Luce
@@ -50,22 +79,28 @@ class ClickLog:
     Attributes
     ----------
     clicks : ndarray of int64, shape (n_rows,)
-        Number of sessions in which each row was clicked.
+        Number of sessions in which each row was clicked (``aggregate="count"``), or 1 where
+        it was clicked in any session and 0 elsewhere (``aggregate="binary"``).
     position : ndarray of int64, shape (n_rows,) or None
         Deterministic policy: the row's display position, 1 at the top, -1 for rows never
         shown. None for a stochastic policy (positions change from session to session).
     propensity : ndarray of float64, shape (n_rows,)
         Examination probability of each row per session under the logging policy, under
         the position-based model: :math:`\\theta_{p_i}` for the deterministic policy, 0 for
-        rows never shown.
+        rows never shown or shown below the fold.
     theta : ndarray of float64, shape (top_k,)
-        The true examination probabilities :math:`\\theta_1..\\theta_k` of the position-based model.
+        The true examination probabilities :math:`\\theta_1..\\theta_k` of the position-based
+        model (and of the trust-bias model), 0 past the fold.
     relevance : ndarray of float64, shape (n_rows,)
         Click probability of each row when examined, :math:`r(l_i)`.
     logging_scores : ndarray of float64, shape (n_rows,)
         The logging ranker's scores.
     sessions_per_query : int
         Sessions simulated for every query.
+    eps_plus, eps_minus : ndarray of float64, shape (top_k,), or None
+        With ``click_model="trust"``: the click probabilities :math:`\\epsilon^+_p` of an
+        examined relevant document and :math:`\\epsilon^-_p` of an examined irrelevant one.
+        None otherwise.
     session_query, session_rows, session_clicks : ndarray or None
         With ``per_session=True``: the query of each session (n_sessions,), the row shown at
         each position (n_sessions, top_k; -1 where the list is shorter) and whether it was
@@ -79,6 +114,8 @@ class ClickLog:
     relevance: np.ndarray
     logging_scores: np.ndarray
     sessions_per_query: int
+    eps_plus: np.ndarray | None = None
+    eps_minus: np.ndarray | None = None
     session_query: np.ndarray | None = None
     session_rows: np.ndarray | None = None
     session_clicks: np.ndarray | None = None
@@ -109,6 +146,30 @@ def click_probability(labels, *, eps: float = 0.1, max_label: float | None = Non
     if top <= 0:
         return np.full(labels.shape, eps)
     return eps + (1.0 - eps) * np.expm1(labels * np.log(2.0)) / np.expm1(top * np.log(2.0))
+
+
+def _trust_curves(click_model, eps_plus, eps_minus, k):
+    """The trust-bias model's (eps_plus, eps_minus) over positions 1..k, or None for other models."""
+    if click_model != "trust":
+        if eps_plus is not None or eps_minus is not None:
+            raise ValueError(f"eps_plus and eps_minus belong to click_model='trust', not {click_model!r}")
+        return None
+    p = np.arange(1, k + 1)
+    curves = []
+    for name, given, default in (("eps_plus", eps_plus, 1.0 - (np.minimum(p, 20) + 1) / 100.0),
+                                 ("eps_minus", eps_minus, 0.65 / np.minimum(p, 10))):
+        if given is None:
+            curves.append(default)
+            continue
+        values = np.asarray(given, dtype=np.float64)
+        if values.ndim != 1 or values.size < k:
+            raise ValueError(f"{name} needs one value per position 1..top_k={k}, got shape {values.shape}")
+        bad = ~np.isfinite(values[:k]) | (values[:k] < 0) | (values[:k] > 1)
+        if bad.any():
+            at = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"{name}[{at}] = {float(values[at]):g} (position {at + 1}): it must be a probability in [0, 1]")
+        curves.append(values[:k].copy())
+    return tuple(curves)
 
 
 def _weak_logging_scores(X, y, offsets, fraction, rng):
@@ -165,6 +226,11 @@ def simulate_clicks(
     eps: float = 0.1,
     max_label: float | None = None,
     click_model: str = "pbm",
+    eps_plus=None,
+    eps_minus=None,
+    fold: int | None = None,
+    click_noise: float = 0.0,
+    aggregate: str = "count",
     policy: str = "deterministic",
     temperature: float = 1.0,
     n_policy_samples: int = 1000,
@@ -182,7 +248,8 @@ def simulate_clicks(
         P(c = 1) = \theta_p\, r(l), \qquad \theta_p = (1/p)^\eta, \qquad
         r(l) = \epsilon + (1 - \epsilon) \frac{2^l - 1}{2^{l_\max} - 1}.
 
-    See the module documentation for the cascade model and the stochastic policy.
+    See the module documentation for the cascade and trust-bias models, the fold, click noise
+    and the stochastic policy.
 
     Parameters
     ----------
@@ -209,8 +276,22 @@ def simulate_clicks(
         Click probability of an examined irrelevant document.
     max_label : float, optional
         :math:`l_\max`; default the largest label in ``y``.
-    click_model : {"pbm", "cascade"}, default="pbm"
-        Position-based model, or the cascade model (stop at the first click).
+    click_model : {"pbm", "cascade", "trust"}, default="pbm"
+        Position-based model, the cascade model (stop at the first click) or the
+        position-based model with trust bias.
+    eps_plus, eps_minus : array-like of shape (>= top_k,), optional
+        ``click_model="trust"`` only: :math:`\epsilon^+_p` and :math:`\epsilon^-_p`, the
+        probability of a click on an examined relevant and irrelevant document at positions
+        1, 2, ..., each in [0, 1]. Default :math:`1 - (\min(p, 20) + 1)/100` and
+        :math:`0.65/\min(p, 10)`.
+    fold : int, optional
+        Positions past ``fold`` are shown and logged but never examined; default none (every
+        shown position is examined with probability :math:`\theta_p`).
+    click_noise : float, default=0.0
+        Probability of a noise click on each document shown at or above the fold, in every
+        session, independent of everything else.
+    aggregate : {"count", "binary"}, default="count"
+        ``clicks`` per row: the number of sessions with a click on it, or whether any had one.
     policy : {"deterministic", "plackett_luce"}, default="deterministic"
         Show the top of the logging scores' order in every session, or sample each session's
         ranking from the Plackett–Luce distribution of ``logging_scores / temperature``.
@@ -240,7 +321,13 @@ def simulate_clicks(
     k = check_int("top_k", top_k, min=1)
     n_sessions = check_int("sessions_per_query", sessions_per_query, min=1)
     eta = check_float("eta", eta, min=0.0)
-    check_choice("click_model", click_model, ("pbm", "cascade"))
+    check_choice("click_model", click_model, ("pbm", "cascade", "trust"))
+    check_choice("aggregate", aggregate, ("count", "binary"))
+    fold = check_int("fold", fold, min=1, optional=True)
+    noise = check_float("click_noise", click_noise, min=0.0)
+    if noise >= 1.0:
+        raise ValueError(f"click_noise must lie in [0, 1), got {click_noise!r}")
+    trust = _trust_curves(click_model, eps_plus, eps_minus, k)
     if policy not in ("deterministic", "plackett_luce"):
         raise ValueError(f"policy must be 'deterministic' or 'plackett_luce', got {policy!r}")
     if not (np.isfinite(temperature) and temperature > 0):
@@ -262,6 +349,8 @@ def simulate_clicks(
 
     relevance = click_probability(labels, eps=eps, max_label=max_label)
     theta = (1.0 / np.arange(1, k + 1)) ** float(eta)
+    if fold is not None:
+        theta[fold:] = 0.0
     n_rows = labels.shape[0]
     n_queries = offsets.shape[0] - 1
     scores_pad, row_query, row_col = _padded(scores, offsets, -np.inf)
@@ -273,6 +362,7 @@ def simulate_clicks(
 
     clicks = np.zeros(n_rows, dtype=np.int64)
     keep_q, keep_rows, keep_clicks = [], [], []
+    above_fold = np.arange(shown) < (shown if fold is None else fold)
     per_chunk = max(1, _CHUNK_CELLS // (width * n_sessions))
     for first in range(0, n_queries, per_chunk):
         qs = np.arange(first, min(first + per_chunk, n_queries))
@@ -283,10 +373,15 @@ def simulate_clicks(
         u = rng.random(rows.shape)
         if click_model == "pbm":
             clicked = u < theta[:shown] * rel
+        elif click_model == "trust":
+            plus, minus = trust
+            clicked = (rows >= 0) & (u < theta[:shown] * (plus[:shown] * rel + minus[:shown] * (1.0 - rel)))
         else:
-            hit = u < rel
+            hit = (u < rel) & above_fold
             first_hit = np.where(hit.any(axis=1), hit.argmax(axis=1), shown)
             clicked = hit & (np.arange(shown) == first_hit[:, None])
+        if noise > 0:
+            clicked |= (rng.random(rows.shape) < noise) & (rows >= 0) & above_fold
         np.add.at(clicks, rows[clicked], 1)
         if per_session:
             keep_q.append(sess_q)
@@ -312,6 +407,8 @@ def simulate_clicks(
             at = rows >= 0
             np.add.at(propensity, rows[at], np.broadcast_to(theta[:shown], rows.shape)[at] / m)
 
+    if aggregate == "binary":
+        clicks = np.minimum(clicks, 1)
     if per_session:
         pad = k - shown
         sr = np.concatenate(keep_rows)
@@ -322,5 +419,6 @@ def simulate_clicks(
         session = dict(session_query=np.concatenate(keep_q), session_rows=sr, session_clicks=sc)
     else:
         session = {}
+    plus, minus = trust if trust is not None else (None, None)
     return ClickLog(clicks=clicks, position=position, propensity=propensity, theta=theta, relevance=relevance,
-                    logging_scores=scores, sessions_per_query=n_sessions, **session)
+                    logging_scores=scores, sessions_per_query=n_sessions, eps_plus=plus, eps_minus=minus, **session)
