@@ -48,8 +48,10 @@ The docs' page on learning from clicks lists the commands of all its figures.
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -108,48 +110,64 @@ def lgb_train(params, X, label, group, rounds, objective, position=None):
     return booster
 
 
-def held_out(group: np.ndarray, every: int = HOLD_OUT):
+def held_out(group: np.ndarray, every: int = HOLD_OUT, query=None):
     """Every ``every``-th query held out (the first, the every+1-th, ...): the held-out
-    queries and the held-out rows, as masks."""
-    queries = np.arange(group.size) % every == 0
+    groups and the held-out rows, as masks. ``query``: the query of each group, where a
+    query's sessions are groups of their own (all of a query's groups go to the same side)."""
+    query = np.arange(group.size) if query is None else np.asarray(query)
+    queries = query % every == 0
     return queries, np.repeat(queries, group)
 
 
-def pbm_early_stopped(params, X, clicks, group, position, propensity="estimate", *, max_rounds=MAX_ROUNDS):
-    """gbrank.pbm_listnet early-stopped on held-out clicks, with no relevance labels.
+def click_early_stopped(params, X, clicks, group, position, propensity="estimate", *, factory=gbrank.pbm_listnet,
+                        max_rounds=MAX_ROUNDS, query=None):
+    """A gbrank click objective early-stopped on held-out clicks, with no relevance labels.
 
-    Every 5th query is held out and the loss trained on the others for up to ``max_rounds``
-    rounds; the number of rounds k* is the one minimising the held-out queries' click
-    likelihood, measured by the objective's own ``loss`` with the propensities the fit ended
-    with (for ``"estimate"``: ``pbm_listnet(propensity=<its propensity_>)``), and the loss is
-    refitted on every query for k* rounds. With estimated propensities k* is kept above
-    ``warmup + update_every``, so that the refit re-estimates them at least twice on every
-    query (at fewer rounds it would keep the starting estimate, the position click rates).
-    Returns the refitted model, k* and the refit's objective."""
-    queries, rows = held_out(group)
-    fit_obj = gbrank.pbm_listnet(propensity=propensity)
-    model = lgb_train(params, X[~rows], clicks[~rows], group[~queries], max_rounds, fit_obj, position=position[~rows])
+    ``factory(propensity=...)`` makes the objective (``gbrank.pbm_listnet``,
+    ``gbrank.ips_listnet``, ``functools.partial(gbrank.ips_ranknet, weighting="dcg")``, ...).
+    Every 5th query is held out (``query``: see :func:`held_out`) and the loss trained on the
+    others for up to ``max_rounds`` rounds; the number of rounds k* is the one minimising the
+    held-out queries' loss, measured by the objective's own ``loss`` with the propensities the
+    fit ended with (for ``"estimate"``: ``factory(propensity=<its propensity_>)``; for
+    ``pbm_listnet`` the click likelihood, for the IPS losses the inverse-propensity weighted
+    loss), and the loss is refitted on every query for k* rounds. With estimated propensities
+    k* is kept above ``warmup + update_every``, so that the refit re-estimates them at least
+    twice on every query (at fewer rounds it would keep the starting estimate, the position
+    click rates). Returns the refitted model, k* and the refit's objective."""
+    queries, rows = held_out(group, query=query)
+    fit_obj = factory(propensity=propensity)
     estimated = isinstance(propensity, str)
-    scorer = gbrank.pbm_listnet(propensity=fit_obj.binding(model.train_set_).propensity_ if estimated else propensity)
+    least = fit_obj.warmup + fit_obj.update_every + 1 if estimated else 1
+    if max_rounds < least:
+        raise ValueError(f"max_rounds={max_rounds} is below the fewest rounds the protocol may choose ({least})")
+    model = lgb_train(params, X[~rows], clicks[~rows], group[~queries], max_rounds, fit_obj, position=position[~rows])
+    scorer = factory(propensity=fit_obj.binding(model.train_set_).propensity_ if estimated else propensity)
     scores, losses = np.zeros(int(rows.sum())), []
     for k in range(model.current_iteration()):
         # a custom objective starts from zero scores: the scores after k + 1 rounds are the sum of the first trees
         scores = scores + model.predict(X[rows], start_iteration=k, num_iteration=1)
         losses.append(scorer.loss(clicks[rows], scores, group[queries], position=position[rows]))
-    least = fit_obj.warmup + fit_obj.update_every + 1 if estimated else 1
     best = least + int(np.argmin(losses[least - 1:]))
-    refit_obj = gbrank.pbm_listnet(propensity=propensity)
+    refit_obj = factory(propensity=propensity)
     return lgb_train(params, X, clicks, group, best, refit_obj, position=position), best, refit_obj
 
 
-def lgb_position_early_stopped(params, X, counts, group, rank, *, max_rounds=MAX_ROUNDS):
+def pbm_early_stopped(params, X, clicks, group, position, propensity="estimate", *, max_rounds=MAX_ROUNDS):
+    """gbrank.pbm_listnet early-stopped on held-out clicks (:func:`click_early_stopped`): the
+    held-out queries' click likelihood chooses the rounds."""
+    return click_early_stopped(params, X, clicks, group, position, propensity, factory=gbrank.pbm_listnet,
+                               max_rounds=max_rounds)
+
+
+def lgb_position_early_stopped(params, X, counts, group, rank, *, max_rounds=MAX_ROUNDS, query=None):
     """LightGBM's position mode with its own early stopping, as a user with clicks only would
-    run it: the held-out queries (every 5th) as ``valid_sets`` with their clicks and positions,
-    NDCG@10 on the clicks as the metric, the best of up to ``max_rounds`` rounds, then a refit
-    on every query for that many rounds. Rows in display order, ``rank`` their positions."""
+    run it: the held-out queries (every 5th; ``query``: see :func:`held_out`) as
+    ``valid_sets`` with their clicks and positions, NDCG@10 on the clicks as the metric, the
+    best of up to ``max_rounds`` rounds, then a refit on every query for that many rounds.
+    Rows in display order, ``rank`` their positions."""
     import lightgbm as lgb
 
-    queries, rows = held_out(group)
+    queries, rows = held_out(group, query=query)
     params = {**params, "objective": "lambdarank", "metric": "ndcg", "eval_at": [10]}
     fit = lgb.Dataset(X[~rows], counts[~rows], group=group[~queries], position=rank[~rows], free_raw_data=False)
     valid = lgb.Dataset(X[rows], counts[rows], group=group[queries], position=rank[rows], reference=fit,
@@ -363,6 +381,272 @@ def propensity_study(datasets, folds, sessions_list, *, eta, rounds, seed, threa
     return pd.DataFrame(rows)
 
 
+# --------------------------------------------------------------------------- a family of worlds
+class World(NamedTuple):
+    """One simulated click world: how the lists, the display, the user and the log vary."""
+
+    name: str
+    lengths: str = "fixed"          # "fixed" (30), "uniform" (2-111) or "long-tail" (2-111, median 12)
+    top_k: int | None = None        # positions shown; None: every document
+    fold: int | None = None         # positions past it logged but never examined
+    click_model: str = "pbm"        # "pbm", "cascade" or "trust"
+    eta: float = 1.0
+    click_noise: float = 0.0
+    aggregate: str = "count"        # "count" or "binary" clicks per row
+    policy: str = "deterministic"   # or "plackett_luce": one row per document shown in each session
+    sessions: int = 50              # sessions per training query
+
+
+#: The family ``--worlds`` runs: one world per line, each a change from the first.
+WORLDS = [
+    World("fixed30"),
+    World("eta0.5", eta=0.5),
+    World("eta2", eta=2.0),
+    World("uniform-2-111", lengths="uniform"),
+    World("long-tail", lengths="long-tail"),
+    World("top10", top_k=10),
+    World("fold10", fold=10),
+    World("long-tail-fold30", lengths="long-tail", fold=30),
+    World("binary", aggregate="binary", sessions=10),
+    World("noise", click_noise=0.02),
+    World("cascade-top10", click_model="cascade", top_k=10),
+    World("trust", click_model="trust"),
+    World("plackett-luce-top10", policy="plackett_luce", top_k=10, sessions=10),
+]
+
+
+def describe(world: World) -> str:
+    """The world's settings in words, for the table."""
+    lengths = {"fixed": "30 docs", "uniform": "2-111 docs, uniform", "long-tail": "2-111 docs, long tail"}
+    parts = [lengths[world.lengths], "all shown" if world.top_k is None else f"top {world.top_k} shown"]
+    if world.fold is not None:
+        parts.append(f"unexamined past {world.fold}")
+    clicks = "binary clicks per session row" if world.policy == "plackett_luce" else f"{world.aggregate} clicks"
+    parts += [world.click_model, f"eta {world.eta:g}", f"{clicks}, {world.sessions} sessions"]
+    if world.click_noise:
+        parts.append(f"noise {world.click_noise:g}")
+    parts.append("Plackett-Luce policy" if world.policy == "plackett_luce" else "deterministic policy")
+    return ", ".join(parts)
+
+
+def world_data(world: World, n_queries: int, seed: int):
+    """Generated queries of the world's list lengths, split 70/30 into training and test."""
+    if world.lengths == "fixed":
+        data = make_ranking(n_queries, (30, 30), 40, noise=1.0, seed=seed)
+    elif world.lengths == "uniform":
+        data = make_ranking(n_queries, (2, 111), 40, noise=1.0, seed=seed)
+    else:
+        # lists of 111 cut down to lengths with a long right tail: lognormal, median 12, clipped to 2-111
+        full = make_ranking(n_queries, (111, 111), 40, noise=1.0, seed=seed)
+        rng = np.random.default_rng(seed)
+        sizes = np.clip(np.rint(rng.lognormal(np.log(12.0), 1.0, n_queries)), 2, 111).astype(np.int64)
+        rows = np.concatenate([111 * q + np.sort(rng.choice(111, n, replace=False)) for q, n in enumerate(sizes)])
+        data = RankingData(full.X[rows], full.y[rows], group=sizes)
+    return split_queries(data, (0.7, 0.3), seed=seed)
+
+
+class ClickTrain(NamedTuple):
+    """A click log as a learner sees it, with the budget every method gets.
+
+    ``X, clicks, group, position``: the rows as gbrank takes them (with a deterministic policy
+    one row per document with its click count or binary click and its display position, -1
+    for rows never shown; with a stochastic policy one row per document shown in each
+    session, every session a group of its own). ``order`` puts the rows in display order and
+    ``rank`` is the display rank of each row in that order (rows never shown at ranks past the
+    cut-off): the engines' own modes take ``X[order]``, ``clicks[order]``, ``rank``.
+    ``query`` is the query of each group (for holding out whole queries)."""
+
+    X: np.ndarray
+    clicks: np.ndarray
+    group: np.ndarray
+    position: np.ndarray
+    order: np.ndarray
+    rank: np.ndarray
+    query: np.ndarray
+    params: dict
+    rounds: int
+    max_rounds: int
+    threads: int
+    seed: int
+
+
+def click_train(world: World, train: RankingData, log, *, params, rounds, max_rounds, threads, seed) -> ClickTrain:
+    """The world's click log in the form of :class:`ClickTrain`."""
+    if world.policy == "plackett_luce":
+        shown = log.session_rows >= 0
+        rows = log.session_rows[shown]
+        group = shown.sum(axis=1)
+        keep = group > 0
+        position = np.broadcast_to(np.arange(1, shown.shape[1] + 1), shown.shape)[shown]
+        X, clicks = train.X[rows], log.session_clicks[shown].astype(np.float64)
+        group, query = group[keep], log.session_query[keep]
+        order = np.arange(rows.size)
+        rank = position.astype(np.int64)
+    else:
+        X, clicks, group, position = train.X, log.clicks.astype(np.float64), train.group, log.position
+        query = np.arange(group.size)
+        order = display_order(train, log.logging_scores)
+        rank = np.arange(order.size) - np.repeat(np.cumsum(group) - group, group) + 1
+    return ClickTrain(X, clicks, group, position, order, rank, query, params, rounds, max_rounds, threads, seed)
+
+
+def gbrank_fixed(factory):
+    """A gbrank click objective with estimated propensities at the fixed budget of rounds."""
+    def fit(d: ClickTrain):
+        model = lgb_train(d.params, d.X, d.clicks, d.group, d.rounds, factory(propensity="estimate"),
+                          position=d.position)
+        return model.predict, d.rounds
+    return fit
+
+
+def gbrank_early_stopped(factory):
+    """A gbrank click objective with estimated propensities, its rounds chosen on held-out
+    clicks (:func:`click_early_stopped`)."""
+    def fit(d: ClickTrain):
+        model, best, _ = click_early_stopped(d.params, d.X, d.clicks, d.group, d.position, "estimate",
+                                             factory=factory, max_rounds=d.max_rounds, query=d.query)
+        return model.predict, best
+    return fit
+
+
+def _gains(d: ClickTrain) -> dict:
+    return {**d.params, "label_gain": list(range(int(d.clicks.max()) + 1))}
+
+
+def lgb_position_fixed(d: ClickTrain):
+    """LightGBM's lambdarank with ``Dataset(position=)`` on the rows in display order, fixed rounds."""
+    counts = d.clicks[d.order].astype(np.int64)
+    model = lgb_train(_gains(d), d.X[d.order], counts, d.group, d.rounds, "lambdarank", position=d.rank)
+    return model.predict, d.rounds
+
+
+def lgb_position_es(d: ClickTrain):
+    """LightGBM's position mode with its own early stopping on held-out clicks."""
+    counts = d.clicks[d.order].astype(np.int64)
+    model, best = lgb_position_early_stopped(_gains(d), d.X[d.order], counts, d.group, d.rank,
+                                             max_rounds=d.max_rounds, query=d.query)
+    return model.predict, best
+
+
+def xgb_unbiased(d: ClickTrain):
+    """XGBoost ``rank:ndcg`` with ``lambdarank_unbiased`` on the rows in display order, fixed rounds."""
+    import xgboost as xgb
+
+    dtrain = xgb.DMatrix(d.X[d.order], d.clicks[d.order], qid=np.repeat(np.arange(d.group.size), d.group))
+    model = xgb.train({"objective": "rank:ndcg", "lambdarank_unbiased": True, "ndcg_exp_gain": False, "eta": 0.1,
+                       "max_depth": 6, "nthread": d.threads, "seed": d.seed}, dtrain, d.rounds)
+    return (lambda X: model.predict(xgb.DMatrix(X))), d.rounds
+
+
+#: The methods ``--worlds`` compares: name -> fit(ClickTrain) returning (a function scoring a
+#: feature matrix, the rounds trained). One entry adds a method to every world.
+WORLD_METHODS = {
+    "ips_listnet": gbrank_fixed(gbrank.ips_listnet),
+    "ips_listnet-es": gbrank_early_stopped(gbrank.ips_listnet),
+    "ips_ranknet": gbrank_fixed(functools.partial(gbrank.ips_ranknet, weighting="dcg")),
+    "ips_ranknet-es": gbrank_early_stopped(functools.partial(gbrank.ips_ranknet, weighting="dcg")),
+    "pbm_listnet": gbrank_fixed(gbrank.pbm_listnet),
+    "pbm_listnet-es": gbrank_early_stopped(gbrank.pbm_listnet),
+    "lgb-position": lgb_position_fixed,
+    "lgb-position-es": lgb_position_es,
+    "xgb-unbiased": xgb_unbiased,
+}
+
+
+def run_world(world: World, seed: int, *, n_queries, rounds, max_rounds, threads, methods) -> list[dict]:
+    """One world, one seed: test NDCG@10 of the ceiling, the naive model and every method,
+    and each one's share of the naive-to-ceiling gap, rounds and training seconds. A method
+    that fails is kept, with its error and no figures."""
+    train, test = world_data(world, n_queries, seed)
+    top_k = world.top_k or int(train.group.max())
+    log = simulate_clicks(train.y, train.group, X=train.X, sessions_per_query=world.sessions, top_k=top_k,
+                          eta=world.eta, click_model=world.click_model, fold=world.fold,
+                          click_noise=world.click_noise, aggregate=world.aggregate, policy=world.policy,
+                          n_policy_samples=10, per_session=world.policy == "plackett_luce",
+                          logging_fraction=0.002, seed=seed)
+    params = {"learning_rate": 0.1, "num_leaves": 15, "min_data_in_leaf": 20, "verbose": -1,
+              "num_threads": threads, "seed": seed}
+    d = click_train(world, train, log, params=params, rounds=rounds, max_rounds=max_rounds, threads=threads,
+                    seed=seed)
+
+    def ceiling(_):
+        # the same learner on the true labels: the softmax on every training document's gain 2^l - 1
+        model = lgb_train(params, train.X, np.expm1(train.y * np.log(2.0)), train.group, rounds,
+                          gbrank.ips_listnet(propensity=None))
+        return model.predict, rounds
+
+    def naive(d):
+        # the same learner on the raw clicks: unit propensities (rows never shown take no part)
+        positions = int(d.position.max())
+        obj = gbrank.ips_listnet(propensity=np.ones(positions))
+        return lgb_train(params, d.X, d.clicks, d.group, rounds, obj, position=d.position).predict, rounds
+
+    rows = []
+    for name, fit in {"ceiling": ceiling, "naive": naive, **methods}.items():
+        start = time.perf_counter()
+        try:
+            score, used = fit(d)
+            value = float(np.mean(ndcg(test.y, score(test.X), test.group, k=10, per_query=True)))
+            error = ""
+        except Exception as exc:  # a method that breaks in a world is a result, not the end of the grid
+            value, used, error = np.nan, np.nan, f"{type(exc).__name__}: {exc}"
+            print(f"{world.name} seed {seed}: {name} failed: {error}", flush=True)
+        rows.append({"world": world.name, "seed": seed, "method": name, "ndcg@10": value, "rounds": used,
+                     "seconds": time.perf_counter() - start, "error": error})
+    by = {r["method"]: r["ndcg@10"] for r in rows}
+    gap = by["ceiling"] - by["naive"]
+    for r in rows:
+        r["gap_closed"] = (r["ndcg@10"] - by["naive"]) / gap if gap > 0 else np.nan
+    print(f"{world.name} seed {seed}: naive {by['naive']:.3f} -> ceiling {by['ceiling']:.3f}; " + ", ".join(
+        f"{r['method']} {100 * r['gap_closed']:.0f}%" for r in rows if r["method"] not in ("naive", "ceiling")),
+        flush=True)
+    return rows
+
+
+def worlds_grid(worlds, seeds, *, n_queries, rounds, max_rounds, threads, methods=None) -> pd.DataFrame:
+    """Every world and seed (:func:`run_world`), one row per world, seed and method."""
+    methods = WORLD_METHODS if methods is None else methods
+    rows = []
+    for world in worlds:
+        for seed in seeds:
+            rows += run_world(world, seed, n_queries=n_queries, rounds=rounds, max_rounds=max_rounds,
+                              threads=threads, methods=methods)
+    return pd.DataFrame(rows)
+
+
+def worlds_table(results: pd.DataFrame, worlds) -> str:
+    """Markdown: per world, the naive and ceiling NDCG@10 and every method's share of the gap
+    closed, mean over the seeds and their range; then the worlds' settings and the rounds
+    each early-stopped method chose."""
+    methods = [m for m in dict.fromkeys(results["method"]) if m not in ("naive", "ceiling")]
+    names = [w.name for w in worlds if w.name in set(results["world"])]
+    lines = ["| world | naive → ceiling | " + " | ".join(methods) + " |", "|---|---|" + "---:|" * len(methods)]
+    for name in names:
+        part = results[results["world"] == name]
+        ndcg_of = part.groupby("method")["ndcg@10"].mean()
+        cells = []
+        for m in methods:
+            g = part.loc[part["method"] == m, "gap_closed"]
+            if g.isna().all():
+                cells.append("failed" if (part.loc[part["method"] == m, "error"] != "").any() else "no gap")
+            elif len(g) == 1:
+                cells.append(f"{100 * g.iloc[0]:.0f}%")
+            else:
+                cells.append(f"{100 * g.mean():.0f}% [{100 * g.min():.0f}, {100 * g.max():.0f}]")
+        lines.append(f"| {name} | {ndcg_of['naive']:.3f} → {ndcg_of['ceiling']:.3f} | " + " | ".join(cells) + " |")
+    stopped = [m for m in methods if m.endswith("-es")]
+    lines += ["", "| world | settings | " + " | ".join(f"{m}: rounds" for m in stopped) + " |",
+              "|---|---|" + "---:|" * len(stopped)]
+    for world in worlds:
+        if world.name not in names:
+            continue
+        part = results[results["world"] == world.name].sort_values("seed")
+        cells = ["/".join("-" if np.isnan(v) else str(int(v)) for v in part.loc[part["method"] == m, "rounds"])
+                 for m in stopped]
+        lines.append(f"| {world.name} | {describe(world)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def evaluate(models, test):
     import xgboost as xgb
 
@@ -384,7 +668,7 @@ def main(argv=None):
     parser.add_argument("--sessions", type=int, default=50, help="sessions per training query")
     parser.add_argument("--logging-fraction", type=float, default=0.002,
                         help="share of the training queries the weak logging ranker is fitted on (at least one)")
-    parser.add_argument("--rounds", type=int, default=100, help="boosting rounds")
+    parser.add_argument("--rounds", type=int, default=None, help="boosting rounds (default 100; 50 with --worlds --quick)")
     parser.add_argument("--folds", nargs="+", type=int, default=[1], help="LETOR folds")
     parser.add_argument("--seeds", nargs="+", type=int, default=None, help="default 0 (0 1 2 with --grid)")
     parser.add_argument("--threads", type=int, default=1)
@@ -401,7 +685,21 @@ def main(argv=None):
     parser.add_argument("--propensity-sessions", nargs="+", type=int, default=None,
                         help="only measure the estimated propensities' error for these sessions per query "
                              "(--datasets and --folds, all shown, the first --etas)")
+    parser.add_argument("--worlds", action="store_true",
+                        help="the family of click worlds (WORLDS): each method's share of the naive-to-ceiling gap "
+                             "per world, mean and range over --seeds (default 0 1 2), 1000 generated queries")
+    parser.add_argument("--quick", action="store_true",
+                        help="--worlds on small data: 300 queries, 50 rounds, early stopping within 100, seed 0")
+    parser.add_argument("--world-names", nargs="+", default=None, help="--worlds: only these worlds")
+    parser.add_argument("--queries", type=int, default=None, help="--worlds: generated queries per world and seed")
+    parser.add_argument("--max-rounds", type=int, default=None,
+                        help=f"--worlds: most rounds an early-stopped method may choose (default {MAX_ROUNDS}, "
+                             "100 with --quick)")
     args = parser.parse_args(argv)
+    if args.worlds:
+        run_worlds(args)
+        return
+    args.rounds = args.rounds or 100
     if args.grid:
         args.seeds = args.seeds or [0, 1, 2]
         import os
@@ -475,6 +773,35 @@ def main(argv=None):
         (args.out / "results.inc").write_text(markdown(table))
         if not prop.empty:
             plot_propensity(prop, args.out / "propensity.png")
+
+
+def run_worlds(args) -> None:
+    """``--worlds``: run the family, print the table and write results.csv and results.inc."""
+    import os
+
+    chosen = WORLDS
+    if args.world_names:
+        known = {w.name: w for w in WORLDS}
+        unknown = [n for n in args.world_names if n not in known]
+        if unknown:
+            raise SystemExit(f"unknown worlds {unknown}; the family: {', '.join(known)}")
+        chosen = [known[n] for n in args.world_names]
+    quick = args.quick
+    seeds = args.seeds or ([0] if quick else [0, 1, 2])
+    load_average = os.getloadavg()
+    start = time.perf_counter()
+    results = worlds_grid(chosen, seeds, n_queries=args.queries or (300 if quick else 1000),
+                          rounds=args.rounds or (50 if quick else 100),
+                          max_rounds=args.max_rounds or (100 if quick else MAX_ROUNDS), threads=args.threads)
+    table = worlds_table(results, chosen)
+    print(f"{time.perf_counter() - start:.0f} s; machine load (1, 5, 15 min) at the start: "
+          + " ".join(f"{v:.2f}" for v in load_average) + "; at the end: "
+          + " ".join(f"{v:.2f}" for v in os.getloadavg()))
+    print(table)
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        results.to_csv(args.out / "results.csv", index=False)
+        (args.out / "results.inc").write_text(table)
 
 
 def summarise(per_query: pd.DataFrame) -> pd.DataFrame:
