@@ -1,0 +1,116 @@
+"""benchmarks/bench_clicks.py --worlds: the family of click worlds and the table it writes (its
+shape and columns, not its figures)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gbrank.datasets import simulate_clicks
+from helpers import benchmark_script
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return benchmark_script("bench_clicks")
+
+
+def test_every_world_builds_its_data_and_click_log(bench):
+    names = [w.name for w in bench.WORLDS]
+    assert len(set(names)) == len(names)
+    for world in bench.WORLDS:
+        train, test = bench.world_data(world, 20, seed=1)
+        if world.lengths == "fixed":
+            assert (train.group == 30).all()
+        else:
+            assert 2 <= train.group.min() and train.group.max() <= 111
+        top_k = world.top_k or int(train.group.max())
+        log = simulate_clicks(train.y, train.group, X=train.X, sessions_per_query=world.sessions, top_k=top_k,
+                              eta=world.eta, click_model=world.click_model, fold=world.fold,
+                              click_noise=world.click_noise, aggregate=world.aggregate, policy=world.policy,
+                              n_policy_samples=5, per_session=world.policy == "plackett_luce", seed=1)
+        params = {"verbose": -1}
+        d = bench.click_train(world, train, log, params=params, rounds=5, max_rounds=20, threads=1, seed=1)
+        assert d.X.shape[0] == d.clicks.size == d.position.size == d.group.sum() == d.order.size == d.rank.size
+        assert d.query.size == d.group.size
+        # the engines' rows are in display order: ranks 1, 2, ... within every group
+        start = np.repeat(np.cumsum(d.group) - d.group, d.group)
+        np.testing.assert_array_equal(d.rank, np.arange(d.rank.size) - start + 1)
+        if world.aggregate == "binary" or world.policy == "plackett_luce":
+            assert set(np.unique(d.clicks)) <= {0.0, 1.0}
+        assert world.name and bench.describe(world)
+
+
+def test_long_tail_lengths_have_a_long_tail(bench):
+    world = next(w for w in bench.WORLDS if w.lengths == "long-tail")
+    train, test = bench.world_data(world, 2000, seed=0)
+    sizes = np.concatenate([train.group, test.group])
+    assert sizes.min() == 2 and sizes.max() == 111
+    # skewed to the right: the mean well above the median, and one list in fifty or more past 60
+    assert np.median(sizes) <= 15 and sizes.mean() > 1.3 * np.median(sizes) and (sizes >= 60).mean() > 0.02
+
+
+def test_held_out_keeps_every_session_of_a_query_on_one_side(bench):
+    group = np.array([2, 2, 3, 1, 2, 2])
+    query = np.array([0, 0, 1, 1, 5, 5])
+    groups, rows = bench.held_out(group, query=query)
+    assert groups.tolist() == [True, True, False, False, True, True]
+    assert rows.tolist() == [True] * 4 + [False] * 4 + [True] * 4
+
+
+def test_quick_worlds_table_has_a_row_per_world_and_a_column_per_method(bench, tmp_path):
+    pytest.importorskip("lightgbm")
+    pytest.importorskip("xgboost")
+    names = ["fixed30", "plackett-luce-top10"]
+    bench.main(["--worlds", "--quick", "--queries", "30", "--rounds", "3", "--max-rounds", "16", "--seeds", "0", "1",
+                "--world-names", *names, "--out", str(tmp_path)])
+    results = pd.read_csv(tmp_path / "results.csv", keep_default_na=False, na_values=[""])
+    methods = ["ceiling", "naive", *bench.WORLD_METHODS]
+    assert {"world", "seed", "method", "ndcg@10", "gap_closed", "rounds", "seconds", "error"} <= set(results.columns)
+    assert len(results) == len(names) * 2 * len(methods)
+    assert sorted(results["method"].unique()) == sorted(methods)
+    assert (results["error"].fillna("") == "").all(), results.loc[results["error"].notna(), ["method", "error"]]
+    assert results["ndcg@10"].between(0, 1).all()
+
+    lines = (tmp_path / "results.inc").read_text().splitlines()
+    head = [c.strip() for c in lines[0].strip("|").split("|")]
+    assert head == ["world", "naive → ceiling", *bench.WORLD_METHODS]
+    body = lines[2:2 + len(names)]
+    assert [line.split("|")[1].strip() for line in body] == names
+    for line in body:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert len(cells) == len(head)
+        assert re.fullmatch(r"0\.\d{3} → [01]\.\d{3}", cells[1])
+        # mean over the seeds [their range]
+        assert all(re.fullmatch(r"-?\d+% \[-?\d+, -?\d+\]|no gap", c) for c in cells[2:]), cells
+    # the second table: each world's settings and the rounds each early-stopped method chose
+    second = lines[2 + len(names) + 1:]
+    stopped = [m for m in bench.WORLD_METHODS if m.endswith("-es")]
+    assert [c.strip() for c in second[0].strip("|").split("|")] == ["world", "settings",
+                                                                      *(f"{m}: rounds" for m in stopped)]
+    assert [line.split("|")[1].strip() for line in second[2:]] == names
+    assert all(re.fullmatch(r"\d+/\d+", c.strip()) for line in second[2:] for c in line.strip("|").split("|")[2:])
+
+
+def test_one_entry_adds_a_method_to_every_world(bench):
+    pytest.importorskip("lightgbm")
+    world = bench.World("tiny", sessions=5)
+
+    def constant(d):
+        return (lambda X: np.zeros(X.shape[0])), 0
+
+    def broken(d):
+        raise RuntimeError("no model")
+
+    results = bench.worlds_grid([world], [0], n_queries=20, rounds=2, max_rounds=16, threads=1,
+                                methods={"constant": constant, "broken": broken})
+    assert list(results["method"]) == ["ceiling", "naive", "constant", "broken"]
+    # a method that fails is a row with its error and no figures, and the grid goes on
+    failed = results[results["method"] == "broken"].iloc[0]
+    assert failed["error"] == "RuntimeError: no model" and np.isnan(failed["ndcg@10"])
+    table = bench.worlds_table(results, [world])
+    assert table.splitlines()[0].split("|")[3:5] == [" constant ", " broken "]
+    assert table.splitlines()[2].rstrip().endswith("| failed |")
