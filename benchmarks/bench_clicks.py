@@ -38,9 +38,23 @@ and ``ips-pairwise-policy-aware`` with the pairwise loss). ``--clip`` sets every
 The table gives each method's test NDCG@10, the share of the naive-to-ceiling gap it closes
 and paired tests against ``naive`` over test queries (``gbrank.bench.stats.significance``).
 
+``--worlds`` varies the world instead of the seed: a family of simulators (``WORLDS``: list
+lengths fixed, uniform 2-111 and long-tailed; every document or the top 10 shown; rows logged
+below a fold but never examined; count and binary clicks; eta 0.5, 1, 2; click noise; the
+position-based, cascade and trust-bias click models; deterministic and Plackett-Luce logging).
+In each world the ceiling is the same learner (LightGBM, the softmax loss) on the true labels'
+gains and the naive model the same learner on the raw clicks; every method of
+``WORLD_METHODS`` (gbrank's click objectives with estimated propensities at the fixed budget
+and early-stopped on held-out clicks by ``click_early_stopped``, LightGBM's ``position`` mode
+at the fixed budget and with its own early stopping, XGBoost's ``lambdarank_unbiased``) gets
+its share of the naive-to-ceiling gap, mean and range over the seeds. One entry of
+``WORLD_METHODS`` adds a method.
+
     python benchmarks/bench_clicks.py                    # quick run, generated data only
     python benchmarks/bench_clicks.py --grid --out docs/clicks/grid   # eta x sessions x 3 seeds, side by side
     python benchmarks/bench_clicks.py --full --datasets mq2008 --out docs/clicks/mq2008   # one of the docs' tables
+    python benchmarks/bench_clicks.py --worlds --quick --out docs/clicks/worlds-quick   # the family, small data, minutes
+    python benchmarks/bench_clicks.py --worlds --out docs/clicks/worlds   # the family, 1000 queries, 3 seeds
 
 The docs' page on learning from clicks lists the commands of all its figures.
 """
