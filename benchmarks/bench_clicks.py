@@ -53,7 +53,7 @@ its share of the naive-to-ceiling gap, mean and range over the seeds. One entry 
     python benchmarks/bench_clicks.py                    # quick run, generated data only
     python benchmarks/bench_clicks.py --grid --out docs/clicks/grid   # eta x sessions x 3 seeds, side by side
     python benchmarks/bench_clicks.py --full --datasets mq2008 --out docs/clicks/mq2008   # one of the docs' tables
-    python benchmarks/bench_clicks.py --worlds --quick --out docs/clicks/worlds-quick   # the family, small data, minutes
+    python benchmarks/bench_clicks.py --worlds --quick --out docs/clicks/worlds-quick   # small data, minutes
     python benchmarks/bench_clicks.py --worlds --out docs/clicks/worlds   # the family, 1000 queries, 3 seeds
 
 The docs' page on learning from clicks lists the commands of all its figures.
@@ -576,7 +576,7 @@ def run_world(world: World, seed: int, *, n_queries, rounds, max_rounds, threads
     log = simulate_clicks(train.y, train.group, X=train.X, sessions_per_query=world.sessions, top_k=top_k,
                           eta=world.eta, click_model=world.click_model, fold=world.fold,
                           click_noise=world.click_noise, aggregate=world.aggregate, policy=world.policy,
-                          n_policy_samples=10, per_session=world.policy == "plackett_luce",
+                          n_policy_samples=10, per_session=world.policy == "plackett_luce",  # no method reads rho
                           logging_fraction=0.002, seed=seed)
     params = {"learning_rate": 0.1, "num_leaves": 15, "min_data_in_leaf": 20, "verbose": -1,
               "num_threads": threads, "seed": seed}
@@ -682,7 +682,8 @@ def main(argv=None):
     parser.add_argument("--sessions", type=int, default=50, help="sessions per training query")
     parser.add_argument("--logging-fraction", type=float, default=0.002,
                         help="share of the training queries the weak logging ranker is fitted on (at least one)")
-    parser.add_argument("--rounds", type=int, default=None, help="boosting rounds (default 100; 50 with --worlds --quick)")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="boosting rounds (default 100; 50 with --worlds --quick)")
     parser.add_argument("--folds", nargs="+", type=int, default=[1], help="LETOR folds")
     parser.add_argument("--seeds", nargs="+", type=int, default=None, help="default 0 (0 1 2 with --grid)")
     parser.add_argument("--threads", type=int, default=1)

@@ -167,7 +167,9 @@ def _trust_curves(click_model, eps_plus, eps_minus, k):
         bad = ~np.isfinite(values[:k]) | (values[:k] < 0) | (values[:k] > 1)
         if bad.any():
             at = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"{name}[{at}] = {float(values[at]):g} (position {at + 1}): it must be a probability in [0, 1]")
+            raise ValueError(
+                f"{name}[{at}] = {float(values[at]):g} (position {at + 1}): it must be a probability in [0, 1]"
+            )
         curves.append(values[:k].copy())
     return tuple(curves)
 
