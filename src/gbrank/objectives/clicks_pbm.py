@@ -104,6 +104,7 @@ def pbm_listnet(
     clip: float | None = None,
     warmup: int = 10,
     update_every: int = 5,
+    propensity_model: str = "free",
     hess_floor: float = 1e-6,
     hess_scale: float = 1.0,
 ) -> PBMListNet:
@@ -165,5 +166,6 @@ def pbm_listnet(
     [-0.5067, 1.231, -0.8627, 0.1383]
     """
     return PBMListNet(
-        propensity, clip=clip, warmup=warmup, update_every=update_every, hess_floor=hess_floor, hess_scale=hess_scale
+        propensity, clip=clip, warmup=warmup, update_every=update_every, hess_floor=hess_floor, hess_scale=hess_scale,
+        propensity_model=propensity_model
     )
