@@ -280,14 +280,34 @@ class ClickObjective(RankingObjective):
             "xgb.train, or gbrank.Ranker's propensity_"
         )
 
-    def _estimate(self, state) -> np.ndarray:
+    def _fit_of(self, state) -> _Fit:
         fit = state.get("fit")
         if fit is None:
             raise AttributeError(
                 f"propensity_ is set by training with propensity='estimate'; {self!r} estimates none"
             )
+        return fit
+
+    def _estimate(self, state) -> np.ndarray:
+        fit = self._fit_of(state)
         with fit.lock:
             return fit.theta.copy()
+
+    def _interval(self, state, scores, *, n_boot: int, level: float, seed):
+        """:func:`gbrank.objectives.propensity_trust.propensity_interval` of this training
+        set's estimate, with the objective's curve and slope."""
+        from .propensity_trust import propensity_interval
+
+        fit = self._fit_of(state)
+        if state["reduce"] is not None:
+            raise ValueError(
+                "this binding holds one worker's part of the training data: gather the rows, clicks, positions "
+                "and scores of every worker and call gbrank.objectives.propensity_trust.propensity_interval"
+            )
+        sizes = np.diff(state["offsets"])
+        return propensity_interval(scores, state["clicks"], state["position"], sizes, n_positions=fit.theta.size,
+                                   propensity_model=self.propensity_model, fit_slope=self._fits_slope,
+                                   n_boot=n_boot, level=level, seed=seed)
 
     def _params(self) -> dict[str, Any]:
         params: dict[str, Any] = {"propensity": self.propensity if self.mode != "known" else self.propensity.tolist()}
