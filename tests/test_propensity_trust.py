@@ -74,6 +74,24 @@ def test_each_curve_maximises_the_poisson_likelihood_over_its_own_family():
     np.testing.assert_allclose(power / power[0], p ** -reference.x, rtol=1e-5)
 
 
+def test_the_monotone_fit_is_the_weighted_isotonic_regression():
+    from sklearn.isotonic import isotonic_regression
+
+    rng = np.random.default_rng(0)
+    for k in (1, 2, 5, 12, 60):
+        for _ in range(50):
+            clicks = rng.poisson(5.0, k) * rng.integers(0, 2, k)
+            exposure = rng.uniform(0.5, 20.0, k)
+            exposure[rng.uniform(size=k) < 0.2] = 0.0  # positions never shown: no value, no weight
+            got, _ = fit_curve("monotone", clicks.astype(float), exposure, 1.0)
+            seen = exposure > 0
+            assert np.all(got[~seen] == 0)
+            if seen.any():
+                expected = isotonic_regression(clicks[seen] / exposure[seen], sample_weight=exposure[seen],
+                                               increasing=False)
+                np.testing.assert_allclose(got[seen], expected, atol=1e-12)
+
+
 def _thin_log(curve, seed, sessions=10):
     """Every document shown in lists of 1 to ~70 (gamma lengths around 20): deep positions
     are shown in a few queries only, and get a few clicks."""

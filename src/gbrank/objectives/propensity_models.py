@@ -49,14 +49,31 @@ def check_propensity_model(model) -> str:
     return model
 
 
-def _monotone(clicks: np.ndarray, exposure: np.ndarray) -> np.ndarray:
-    from sklearn.isotonic import isotonic_regression
+def _non_increasing(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Weighted least-squares non-increasing fit of ``values`` (pool adjacent violators:
+    each block holds the weighted mean of its values; a block that rises above the one before
+    it joins it). Weights are positive."""
+    means: list[float] = []
+    totals: list[float] = []
+    counts: list[int] = []
+    for value, weight in zip(values.tolist(), weights.tolist()):
+        means.append(value)
+        totals.append(weight)
+        counts.append(1)
+        while len(means) > 1 and means[-1] > means[-2]:
+            mean, total, count = means.pop(), totals.pop(), counts.pop()
+            merged = totals[-1] + total
+            means[-1] = (means[-1] * totals[-1] + mean * total) / merged
+            totals[-1] = merged
+            counts[-1] += count
+    return np.repeat(means, counts)
 
+
+def _monotone(clicks: np.ndarray, exposure: np.ndarray) -> np.ndarray:
     theta = np.zeros(clicks.size)
     seen = np.flatnonzero(exposure > 0)
     if seen.size:
-        theta[seen] = isotonic_regression(clicks[seen] / exposure[seen], sample_weight=exposure[seen],
-                                          increasing=False)
+        theta[seen] = _non_increasing(clicks[seen] / exposure[seen], exposure[seen])
     return theta
 
 
