@@ -18,8 +18,9 @@ trust the estimate" of the docs' page on learning from clicks:
 * ``identification``: the cross-fitted share of the positions' within-query variation the
   features predict (``gbrank.objectives.propensity_trust.position_predictability``) against
   the error over positions 1-10 of the estimate after training, for logging rankers from a
-  function of the features (the logging rank kept as a feature; the weak ranker) to ones
-  with ever more noise the features do not carry.
+  function of the features (the logging rank kept as a feature; the rank of a feature
+  unrelated to relevance; the weak ranker) to ones with ever more noise the features do
+  not carry.
 * ``coverage``: how often the 90% bootstrap interval over queries holds the true
   propensity, positions 2-10, over 40 simulated logs, with the scores held at the true log
   relevance (the interval measures sampling error only).
@@ -117,7 +118,9 @@ def identification(seeds) -> pd.DataFrame:
         weak = simulate_clicks(data.y, data.group, X=data.X, sessions_per_query=1, seed=seed).logging_scores
         weak = weak / weak.std()
         noise = np.random.default_rng(seed).normal(size=weak.size)
-        loggers = {"the logging rank as a feature": weak, "the weak ranker": weak}
+        # the last feature is pure noise in make_ranking's data: a logging order unrelated to relevance
+        loggers = {"the logging rank as a feature": weak, "the rank of an irrelevant feature": data.X[:, -1],
+                   "the weak ranker": weak}
         loggers.update({f"the weak ranker + noise, sd {sd:g}": weak + sd * noise for sd in (0.3, 0.5, 1.0, 2.0)})
         for top_k in (10, int(data.group.max())):
             for logger, scores in loggers.items():
@@ -167,7 +170,7 @@ def main(argv=None):
     parser.add_argument("--studies", nargs="+", default=["curves", "identification", "coverage"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--logs", type=int, default=40, help="simulated logs of the coverage study")
-    parser.add_argument("--out", type=Path, default=None, help="folder for the CSV and Markdown tables")
+    parser.add_argument("--out", type=Path, default=None, help="folder for the CSV tables and the Markdown ones (.inc)")
     args = parser.parse_args(argv)
     tables = {}
     if "curves" in args.studies:
@@ -182,7 +185,7 @@ def main(argv=None):
             ips_error_1_10=("ips_listnet_error_1_10", "mean")).round(3)
         tables["identification_raw"] = raw
     if "coverage" in args.studies:
-        tables["coverage"] = coverage(args.logs).round(3)
+        tables["coverage"] = coverage(args.logs).set_index("model").round(3)
     for name, table in tables.items():
         if not name.endswith("_raw"):
             print(f"\n{name}\n{table.to_string()}")
@@ -190,7 +193,7 @@ def main(argv=None):
             args.out.mkdir(parents=True, exist_ok=True)
             table.to_csv(args.out / f"{name}.csv")
             if not name.endswith("_raw"):
-                (args.out / f"{name}.md").write_text(markdown(table.reset_index()))
+                (args.out / f"{name}.inc").write_text(markdown(table.reset_index()))
 
 
 if __name__ == "__main__":

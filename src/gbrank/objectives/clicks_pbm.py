@@ -141,6 +141,10 @@ def pbm_listnet(
         its queries) before the first re-estimation from the scores (``"estimate"`` only).
     update_every : int, default=5
         Iterations between re-estimations (``"estimate"`` only).
+    propensity_model : {"free", "monotone", "power"}, default="free"
+        The curve the estimate may take (``"estimate"`` only): one value per position, the
+        non-increasing curve of largest likelihood, or :math:`p^{-\eta}`; see
+        :func:`gbrank.ips_listnet` and :mod:`gbrank.objectives.propensity_models`.
     hess_floor : float, default=1e-6
         Lower bound on every row's hessian.
     hess_scale : float, default=1.0
