@@ -258,8 +258,9 @@ def check_identification(X, position, group, *, threshold: float = 0.5, max_rows
         The predictability (cross-fitted :math:`R^2`) from which it warns. On simulated logs
         (lists of 1 to about 70 documents), the estimates a training ended with were 0.06-0.35
         (``pbm_listnet``) and 0.32-3.0 (``ips_listnet``) off in mean absolute log error over
-        positions 1-10 from logs at 0.5 or above, and 0.03-0.08 and 0.05-0.23 from logs
-        below 0.4 (the docs' page on clicks, "How far to trust the estimate").
+        positions 1-10 from logs at 0.5 or above whose logging order follows relevance, and
+        0.03-0.08 and 0.05-0.23 from logs below 0.4 (the docs' page on clicks, "How far to
+        trust the estimate").
 
     Returns
     -------
