@@ -42,7 +42,10 @@ from gbrank.datasets import make_ranking, simulate_clicks
 from gbrank.metrics import ndcg
 from gbrank.objectives.propensity import estimate_propensity
 from gbrank.objectives.propensity_models import PROPENSITY_MODELS
-from gbrank.objectives.propensity_trust import position_predictability, propensity_interval
+from gbrank.objectives.propensity_trust import (
+    position_predictability,
+    propensity_interval,
+)
 
 CURVES = {
     "p^-0.5": lambda p: p ** -0.5,

@@ -123,10 +123,10 @@ def test_shape_constrained_curves_are_closer_where_deep_positions_are_thin(curve
     for seed in range(5):
         d, log, clicks, theta = _thin_log(curve, seed)
         shown = np.unique(log.position[log.position > 0])
-        for model in errors:
+        for model, found in errors.items():
             estimate = estimate_propensity(np.log(log.relevance), clicks, log.position, offsets_of(d.group),
                                            theta.size, model=model)
-            errors[model].append(_log_error(estimate, theta, shown))
+            found.append(_log_error(estimate, theta, shown))
     free = np.mean(errors["free"])
     for model in better:
         assert np.mean(errors[model]) < 0.7 * free, errors

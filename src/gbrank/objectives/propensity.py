@@ -484,7 +484,7 @@ _CLICK_PARAMS = """propensity : "estimate", array-like or None, default="estimat
         :mod:`gbrank.objectives.propensity_models`): one value per position; the
         non-increasing curve of largest likelihood (isotonic regression weighted by each
         position's exposure, which pools thin deep positions with their neighbours); or
-        :math:`\theta_p = p^{-\eta}`, one parameter. The constrained curves are closer
+        :math:`\\theta_p = p^{-\\eta}`, one parameter. The constrained curves are closer
         where deep positions are thin, but the error of an estimate made jointly with the
         model comes mostly from its identification, and on simulated logs neither trained
         better rankers on average than ``"free"`` (the docs' page on clicks, "How far to

@@ -150,7 +150,7 @@ def propensity_interval(scores, clicks, position, group, *, n_positions: int | N
 def _interval(scores, clicks, pos, offsets, n_positions, *, model, fit_slope, n_boot, level, n_rounds,
               seed) -> PropensityInterval:
     """:func:`propensity_interval` on checked inputs (the binding's path as well)."""
-    settings = dict(n_rounds=n_rounds, reduce=None, fit_slope=fit_slope, model=model)
+    settings = {"n_rounds": n_rounds, "reduce": None, "fit_slope": fit_slope, "model": model}
     whole = _alternate(scores, clicks, pos, offsets, n_positions, **settings)
     rng = np.random.default_rng(seed)
     n_queries = offsets.size - 1
