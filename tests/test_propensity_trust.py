@@ -158,6 +158,42 @@ def test_an_unknown_curve_is_refused_naming_the_choices(make):
         make(propensity_model="isotonic")
 
 
+@pytest.mark.parametrize("model", ["monotone", "power"])
+def test_a_constrained_curve_summed_over_workers_is_the_one_machine_curve(model):
+    import threading
+
+    d = make_ranking(80, 10, 5, seed=9)
+    log = simulate_clicks(d.y, d.group, X=d.X, sessions_per_query=50, top_k=8, eta=1.5, seed=5)
+    scores = np.random.default_rng(0).normal(size=d.y.size)
+    offsets = offsets_of(d.group)
+    whole = estimate_propensity(scores, log.clicks.astype(float), log.position, offsets, 8, model=model)
+    barrier = threading.Barrier(2)
+    parts: dict = {}
+
+    def reduce(values):
+        # an allreduce between two threads
+        parts[threading.get_ident()] = values.copy()
+        barrier.wait()
+        total = sum(parts.values())
+        barrier.wait()
+        return total
+
+    out = {}
+
+    def worker(name, queries):
+        lo, hi = offsets[queries[0]], offsets[queries[-1]]
+        out[name] = estimate_propensity(scores[lo:hi], log.clicks[lo:hi].astype(float), log.position[lo:hi],
+                                        offsets[queries] - lo, 8, reduce=reduce, model=model)
+
+    threads = [threading.Thread(target=worker, args=(n, q)) for n, q in (("a", np.arange(0, 31)), ("b", np.arange(30, 81)))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    np.testing.assert_allclose(out["a"], whole, rtol=1e-10)
+    np.testing.assert_allclose(out["b"], whole, rtol=1e-10)
+
+
 # =========================================================================== bootstrap
 def test_bootstrap_interval_covers_the_true_propensities_at_about_its_level():
     # scores that are the true log relevance: the estimator is right on average, so what is
