@@ -149,7 +149,7 @@ def propensity_interval(scores, clicks, position, group, *, n_positions: int | N
 
 def _interval(scores, clicks, pos, offsets, n_positions, *, model, fit_slope, n_boot, level, n_rounds,
               seed) -> PropensityInterval:
-    """:func:`propensity_interval` on checked inputs (the binding's path as well)."""
+    """:func:`propensity_interval` on checked inputs."""
     settings = {"n_rounds": n_rounds, "reduce": None, "fit_slope": fit_slope, "model": model}
     whole = _alternate(scores, clicks, pos, offsets, n_positions, **settings)
     rng = np.random.default_rng(seed)
@@ -165,10 +165,8 @@ def _interval(scores, clicks, pos, offsets, n_positions, *, model, fit_slope, n_
     upper = np.full(n_positions, np.nan)
     enough = valid.sum(axis=0) >= n_boot / 2
     if enough.any():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns are excluded above
-            lower[enough] = np.nanpercentile(draws[:, enough], tail, axis=0)
-            upper[enough] = np.nanpercentile(draws[:, enough], 100.0 - tail, axis=0)
+        lower[enough] = np.nanpercentile(draws[:, enough], tail, axis=0)
+        upper[enough] = np.nanpercentile(draws[:, enough], 100.0 - tail, axis=0)
     return PropensityInterval(estimate=whole.relative(), lower=lower, upper=upper, level=level, draws=draws)
 
 
