@@ -111,5 +111,12 @@ class Binding:
         ``propensity="estimate"``): positions 1..K, relative to position 1."""
         return self.objective._estimate(self.state)
 
+    def propensity_interval(self, scores, *, n_boot: int = 200, level: float = 0.9, seed: int | None = 0):
+        """Bootstrap bounds over queries of the propensity estimate at ``scores`` (the trained
+        model's scores on this training set's rows), with the objective's curve and slope:
+        :func:`gbrank.objectives.propensity_trust.propensity_interval`."""
+        return self.objective._interval(self.state, check_scores(scores, self.n_rows, self.offsets), n_boot=n_boot,
+                                        level=level, seed=seed)
+
     def __repr__(self) -> str:
         return f"<binding of {self.objective!r} to {self.offsets.size - 1} queries, {self.n_rows} rows>"

@@ -74,6 +74,7 @@ def ips_listnet(
     clip: float | None = None,
     warmup: int = 10,
     update_every: int = 5,
+    propensity_model: str = "free",
     hess_floor: float = 1e-6,
     hess_scale: float = 1.0,
 ) -> IPSListNet:
@@ -108,5 +109,6 @@ def ips_listnet(
     %(example)s
     """
     return IPSListNet(
-        propensity, clip=clip, warmup=warmup, update_every=update_every, hess_floor=hess_floor, hess_scale=hess_scale
+        propensity, clip=clip, warmup=warmup, update_every=update_every, hess_floor=hess_floor, hess_scale=hess_scale,
+        propensity_model=propensity_model
     )

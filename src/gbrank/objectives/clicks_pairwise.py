@@ -121,6 +121,7 @@ def ips_ranknet(
     clip: float | None = None,
     warmup: int = 10,
     update_every: int = 5,
+    propensity_model: str = "free",
     hess_floor: float = 1e-6,
     hess_scale: float = 1.0,
 ) -> IPSRankNet:
@@ -164,4 +165,5 @@ def ips_ranknet(
     return IPSRankNet(
         propensity, weighting=weighting, sigma=sigma, clip=clip, warmup=warmup, update_every=update_every,
         hess_floor=hess_floor, hess_scale=hess_scale,
+        propensity_model=propensity_model,
     )

@@ -104,6 +104,7 @@ def pbm_listnet(
     clip: float | None = None,
     warmup: int = 10,
     update_every: int = 5,
+    propensity_model: str = "free",
     hess_floor: float = 1e-6,
     hess_scale: float = 1.0,
 ) -> PBMListNet:
@@ -140,6 +141,10 @@ def pbm_listnet(
         its queries) before the first re-estimation from the scores (``"estimate"`` only).
     update_every : int, default=5
         Iterations between re-estimations (``"estimate"`` only).
+    propensity_model : {"free", "monotone", "power"}, default="free"
+        The curve the estimate may take (``"estimate"`` only): one value per position, the
+        non-increasing curve of largest likelihood, or :math:`p^{-\eta}`; see
+        :func:`gbrank.ips_listnet` and :mod:`gbrank.objectives.propensity_models`.
     hess_floor : float, default=1e-6
         Lower bound on every row's hessian.
     hess_scale : float, default=1.0
@@ -165,5 +170,6 @@ def pbm_listnet(
     [-0.5067, 1.231, -0.8627, 0.1383]
     """
     return PBMListNet(
-        propensity, clip=clip, warmup=warmup, update_every=update_every, hess_floor=hess_floor, hess_scale=hess_scale
+        propensity, clip=clip, warmup=warmup, update_every=update_every, hess_floor=hess_floor, hess_scale=hess_scale,
+        propensity_model=propensity_model
     )
