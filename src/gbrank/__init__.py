@@ -19,6 +19,7 @@ _FIXED = {
     "dask": "gbrank.dask",
     "datasets": "gbrank.datasets",
     "engines": "gbrank.engines",
+    "harvest_propensity": "gbrank.objectives.interventions:harvest_propensity",
     "metrics": "gbrank.metrics",
     "multi_label": "gbrank.objectives.multi_label:multi_label",
     "objectives": "gbrank.objectives",
