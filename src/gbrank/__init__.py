@@ -18,6 +18,7 @@ _FIXED = {
     "RankingObjective": "gbrank.objectives._base:RankingObjective",
     "dask": "gbrank.dask",
     "datasets": "gbrank.datasets",
+    "affine_targets": "gbrank.objectives.affine:affine_targets",
     "cascade_targets": "gbrank.objectives.cascade:cascade_targets",
     "engines": "gbrank.engines",
     "harvest_propensity": "gbrank.objectives.interventions:harvest_propensity",
