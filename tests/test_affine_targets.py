@@ -133,7 +133,7 @@ def test_negative_targets_are_refused_naming_the_shift(shown, factory):
     raw = gbrank.affine_targets(clicks, position, data.group, theta=THETA, eps_plus=EPS_PLUS, eps_minus=EPS_MINUS,
                                 impressions=20, shift=False)
     row = int(np.flatnonzero(raw < 0)[0])
-    with pytest.raises(ValueError, match=rf"y_true\[{row}\] = .* is negative.*shift=True"):
+    with pytest.raises(ValueError, match=rf"y_true must be non-negative; y_true\[{row}\] = .*unbounded below.*shift=True"):
         factory(propensity=None).grad_hess(raw, np.zeros(raw.size), data.group)
 
 

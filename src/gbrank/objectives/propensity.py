@@ -302,8 +302,8 @@ class ClickObjective(RankingObjective):
             # a negative target makes the loss unbounded below (see gbrank.objectives.affine)
             row, q = _first_bad(np.nan_to_num(values) < 0, offsets)
             raise ValueError(
-                f"y_true[{row}] = {values[row]:g} at row {row} (query {q}) is negative: a click loss with a negative "
-                "target is unbounded below. Affine-corrected targets are non-negative with "
+                f"y_true must be non-negative; y_true[{row}] = {values[row]:g} at row {row} (query {q}): a click loss "
+                "with a negative target is unbounded below. Affine-corrected targets are non-negative with "
                 "gbrank.affine_targets(..., shift=True), which adds a constant per query"
             )
         return super()._label_check(y_true, offsets)
