@@ -14,7 +14,7 @@ raw clicks. Three worlds:
   rankers, each with its own sessions) and the true theta; the training log is the first
   logger's.
 - cascade: the user stops at the first click; the PBM correction ("estimate") against
-  cascade_targets (continuation 0) on the same sessions.
+  cascade_targets (continuation 0) on the same sessions, unclipped and with clip=0.2.
 - trust: theta_p = 1/p, eps_plus = 1, eps_minus = 0.65/p (users trust the top; Agarwal et
   al., WWW 2019); IPS with the true theta against affine_targets with the true theta and eps.
 
@@ -38,6 +38,8 @@ PARAMS = {"learning_rate": 0.1, "num_leaves": 15, "verbose": -1, "num_threads": 
 TOP_K = 10
 # the logging ranker's share of the training queries: one query, as in bench_clicks.py
 LOGGING = 0.001
+# the examination rate cascade-clip's targets floor at
+CASCADE_CLIP = 0.2
 ROUNDS = 100
 
 
@@ -92,6 +94,9 @@ def cascade_world(tr, te, sessions, seed):
     targets = gbrank.cascade_targets(log.session_rows, log.session_clicks, tr.y.size)
     Xc, yc, gc = targets.training_set(tr.X, tr.group)
     out["cascade"] = score(train(Xc, yc, gc, gbrank.ips_listnet(propensity=None))[0], te)
+    clipped = gbrank.cascade_targets(log.session_rows, log.session_clicks, tr.y.size, clip=CASCADE_CLIP)
+    Xc, yc, gc = clipped.training_set(tr.X, tr.group)
+    out["cascade-clip"] = score(train(Xc, yc, gc, gbrank.ips_listnet(propensity=None))[0], te)
     return out, {}
 
 

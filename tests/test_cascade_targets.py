@@ -140,6 +140,26 @@ def test_the_simulators_cascade_clicks_give_the_relevance():
     np.testing.assert_array_equal(t.impressions, np.where(log.position > 0, 4000, 0))
 
 
+def test_clip_bounds_the_weight_of_a_click_and_changes_nothing_else():
+    rng = np.random.default_rng(6)
+    rows = np.array([rng.permutation(12)[:6] for _ in range(300)])
+    gamma = rng.uniform(0.05, 0.9, 12)
+    clicked = np.zeros(rows.shape, dtype=bool)
+    for s in range(rows.shape[0]):
+        for r in range(6):
+            clicked[s, r] = rng.random() < gamma[rows[s, r]]
+            if clicked[s, r]:
+                break
+    free = gbrank.cascade_targets(rows, clicked, 12)
+    clipped = gbrank.cascade_targets(rows, clicked, 12, clip=0.3)
+    rate = free.examinations / free.impressions
+    low = free.examined & (rate < 0.3)
+    assert low.any() and (~low & free.examined).any()
+    np.testing.assert_allclose(clipped.targets[~low], free.targets[~low])
+    np.testing.assert_allclose(clipped.targets[low], free.targets[low] * rate[low] / 0.3)
+    assert np.all(clipped.targets <= clipped.clicks / 0.3 + 1e-9)
+
+
 def test_training_set_keeps_the_examined_rows_and_their_queries():
     rows = np.array([[0, 1, 2], [3, 4, -1]])
     clicked = np.array([[True, False, False], [False, False, False]])
@@ -174,6 +194,8 @@ def test_targets_train_ips_listnet_with_lightgbm():
     ([[0, 1]], [[0, 2]], {}, "booleans"),
     ([[0, 1]], [[False, False]], {"continuation": [0.5]}, "one value per rank"),
     ([[0, 1]], [[False, False]], {"continuation": 1.5}, r"\[0, 1\]"),
+    ([[0, 1]], [[False, False]], {"clip": 0.0}, "clip must be a finite number > 0"),
+    ([[0, 1]], [[False, False]], {"clip": 2.0}, r"clip is an examination rate, in \(0, 1\]"),
 ])
 def test_bad_sessions_are_refused_naming_the_session(rows, clicked, kwargs, match):
     with pytest.raises(ValueError, match=match):

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_int
+from .._validation import check_float, check_int
 from ..groups import check_group
 
 __all__ = ["CascadeTargets", "cascade_targets"]
@@ -102,7 +102,8 @@ class CascadeTargets:
     Attributes
     ----------
     targets : ndarray of float64, shape (n_rows,)
-        :math:`N_i \\sum_s c_{s,i} / \\sum_s P_{s,i}`; 0 for rows never examined.
+        :math:`N_i \\sum_s c_{s,i} / \\sum_s P_{s,i}` (the denominator at least
+        ``clip`` :math:`N_i` where clipped); 0 for rows never examined.
     clicks : ndarray of float64, shape (n_rows,)
         Sessions in which the row was clicked.
     impressions : ndarray of float64, shape (n_rows,)
@@ -137,7 +138,8 @@ class CascadeTargets:
         return np.asarray(X)[keep], self.targets[keep], kept[kept > 0]
 
 
-def cascade_targets(session_rows, session_clicks, n_rows: int, *, continuation=0.0) -> CascadeTargets:
+def cascade_targets(session_rows, session_clicks, n_rows: int, *, continuation=0.0,
+                    clip: float | None = None) -> CascadeTargets:
     r"""Inverse-propensity weighted click targets under the cascade model or the DCM.
 
     Each session's examination of a row, :math:`P_{s,i}`, depends on the clicks above it
@@ -160,6 +162,12 @@ def cascade_targets(session_rows, session_clicks, n_rows: int, *, continuation=0
         :math:`\lambda_j`, the probability that the user reads on after a click at rank
         :math:`j`: 0 is the cascade model (stop at the first click), values in (0, 1] the
         DCM, 1 examination of the whole list.
+    clip : float, optional
+        Smallest examination rate a target uses: :math:`t_i = N_i \sum_s c_{s,i} /
+        \max(\sum_s P_{s,i}, \mathrm{clip}\, N_i)`, so that no click counts more than
+        ``1/clip``. Less variance from rows rarely examined (those below relevant
+        documents), at the price of under-weighting them by their examination rate over
+        ``clip``: a lean towards the logging order there. None: the unbiased targets.
 
     Returns
     -------
@@ -186,6 +194,9 @@ def cascade_targets(session_rows, session_clicks, n_rows: int, *, continuation=0
         raise ValueError("session_clicks must hold booleans (or 0 and 1): whether each shown row was clicked")
     clicked = clicked.astype(bool)
     n_rows = check_int("n_rows", n_rows, min=0)
+    clip = check_float("clip", clip, min=0.0, strict=True, optional=True)
+    if clip is not None and clip > 1:
+        raise ValueError(f"clip is an examination rate, in (0, 1]; got {clip!r}")
     bad = (rows < -1) | (rows >= n_rows)
     if bad.any():
         s, r = (int(v) for v in np.argwhere(bad)[0])
@@ -229,5 +240,8 @@ def cascade_targets(session_rows, session_clicks, n_rows: int, *, continuation=0
         if change <= _TOL:
             break
     targets = impressions * relevance
+    if clip is not None:
+        targets[examined] = impressions[examined] * clicks[examined] / np.maximum(
+            examinations[examined], clip * impressions[examined])
     return CascadeTargets(targets=targets, clicks=clicks, impressions=impressions, examinations=examinations,
                           examined=examined)
