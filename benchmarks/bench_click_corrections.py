@@ -154,7 +154,7 @@ def main(argv=None):
             gap = gaps.get(method)
             text = "" if gap is None or method == "naive" else \
                 f"  gap {np.mean(gap):6.0%} ({min(gap):.0%}..{max(gap):.0%})"
-            print(f"  {method:10s} {np.mean(values):.4f}{text}")
+            print(f"  {method:12s} {np.mean(values):.4f}{text}")
         for method, values in errs.items():
             print(f"  largest relative error of theta_1..{TOP_K}, {method}: {np.mean(values):.1%} "
                   f"({min(values):.1%}..{max(values):.1%})")
