@@ -298,9 +298,9 @@ class ClickObjective(RankingObjective):
 
     def _label_check(self, y_true, offsets):
         values = np.asarray(y_true)
-        if values.ndim == 1 and values.dtype.kind in "fi" and values.size and np.nanmin(values) < 0:
+        if values.ndim == 1 and values.dtype.kind in "fi" and np.any(values < 0):
             # a negative target makes the loss unbounded below (see gbrank.objectives.affine)
-            row, q = _first_bad(np.nan_to_num(values) < 0, offsets)
+            row, q = _first_bad(values < 0, offsets)
             raise ValueError(
                 f"y_true must be non-negative; y_true[{row}] = {values[row]:g} at row {row} (query {q}): a click loss "
                 "with a negative target is unbounded below. Affine-corrected targets are non-negative with "
