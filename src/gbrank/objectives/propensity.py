@@ -364,6 +364,18 @@ class ClickObjective(RankingObjective):
         self._update(binding.state, scores)
         return self._finish(binding.state, scores, binding.weights)
 
+    def _label_check(self, y_true, offsets):
+        values = np.asarray(y_true)
+        if values.ndim == 1 and values.dtype.kind in "fi" and np.any(values < 0):
+            # a negative target makes the loss unbounded below (see gbrank.objectives.affine)
+            row, q = _first_bad(values < 0, offsets)
+            raise ValueError(
+                f"y_true must be non-negative; y_true[{row}] = {values[row]:g} at row {row} (query {q}): a click loss "
+                "with a negative target is unbounded below. Affine-corrected targets are non-negative with "
+                "gbrank.affine_targets(..., shift=True), which adds a constant per query"
+            )
+        return super()._label_check(y_true, offsets)
+
     def _prepare_clicks(self, labels, offsets, position, statistics: Statistics):
         clicks = self._label_check(labels, offsets)
         if self.mode == "weighted_labels":
