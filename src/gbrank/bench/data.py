@@ -242,7 +242,7 @@ def cv_folds(data: RankingData, n_folds: int = 5, *, seed: int = 0) -> list[Fold
 
 
 def _cv_data(name: str, description: str, data: RankingData, n_folds: int, label_column: str | None = None,
-             labels: "TableLabels | None" = None) -> BenchData:
+             labels: TableLabels | None = None) -> BenchData:
     if data.n_queries < n_folds:
         raise ValueError(f"{description}: {data.n_queries} queries cannot be cut into {n_folds} folds: use fewer "
                          "folds (--folds) or more queries")

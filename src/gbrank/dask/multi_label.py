@@ -26,7 +26,8 @@ from ..engines.statistics import Statistics, sum_over_workers
 from ..groups import qid_to_sizes
 from ..objectives.multi_label import MultiLabel
 
-__all__ = ["KEY_COLUMN", "MAX_QUERIES", "WorkerMultiLabel", "label_columns", "with_query_keys"]
+__all__ = ["KEY_COLUMN", "MAX_QUERIES", "WorkerMultiLabel", "bind_frame", "check_objective", "label_columns",
+           "with_query_keys"]
 
 #: The column that carries each row's query key to the engine.
 KEY_COLUMN = "__gbrank_query_key"

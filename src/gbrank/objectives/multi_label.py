@@ -220,7 +220,8 @@ class MultiLabel(RankingObjective):
             raise ValueError(
                 f"the training data has {n} rows but the multi-label objective was given {expected} rows of labels: "
                 "give multi_label(labels=...) the label columns of exactly the training rows, in their order "
-                "(lgb.cv / xgb.cv folds and Dask partitions hold other rows and are not supported)"
+                "(lgb.cv / xgb.cv folds hold other rows and are not supported; on Dask, give gbrank.dask's training "
+                "functions the label columns, label_col=[...], and the objective without labels)"
             )
         # the engines hold labels as float32
         differs = np.flatnonzero(labels.astype(np.float32) != self.labels[:, 0].astype(np.float32))
