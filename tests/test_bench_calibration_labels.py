@@ -217,3 +217,20 @@ def test_malformed_multi_label_names(tmp_path, capsys, spec, message):
     err = _cli_error(["--data", "synthetic:queries=12,docs=5", "--methods", spec, *FAST, "--out", str(tmp_path / "o")],
                      capsys)
     assert message in err
+
+
+@pytest.mark.parametrize("figure, value", [("ndcg@10:label_click", "x"), ("logloss", "nan")])
+def test_a_journal_with_a_bad_new_figure_is_refused_on_resume(tmp_path, capsys, figure, value):
+    path, out = tmp_path / "t.csv", tmp_path / "r"
+    _frame().to_csv(path, index=False)
+    options = ["--data", f"table:{path}", "--methods", "lgb:rcr", *FAST]
+    assert cli.main([*options, "--out", str(out)]) == 0
+    capsys.readouterr()
+    journal = out / "runs.jsonl"
+    lines = journal.read_text().splitlines()
+    document = json.loads(lines[1])
+    document["run"][figure] = value
+    lines[1] = json.dumps(document)
+    journal.write_text("\n".join(lines) + "\n")
+    error = _cli_error([*options, "--resume", str(out)], capsys)
+    assert f"runs.jsonl: line 2 is not a journal line (its run's {figure} is not a number)" in error
