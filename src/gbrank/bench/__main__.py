@@ -220,6 +220,8 @@ def _list_methods() -> None:
         name = method.name + (" (default)" if method.name in default else "")
         print(f"{name:<{width}}  {describe(method)}" + ("" if reason is None else f"  [unavailable: {reason}]"))
     print(f"groups: {', '.join(group_names())}")
+    print("multi-label: lgb:multi_label(objective=NAME, ...) and xgb:multi_label(objective=NAME, ...): a gbrank "
+          "objective on every label column of a table (label, label_<name>, ...)")
 
 
 _DATA_KINDS = ("synthetic", "letor", "table")
