@@ -12,9 +12,9 @@ import numpy as np
 
 from ..engines import Statistics, is_builtin, reads_position, watched
 from ..engines import dask as dask_engine
-from ..groups import qid_to_sizes
 from ..engines import lightgbm as lightgbm_engine
 from ..engines import xgboost as xgboost_engine
+from ..groups import qid_to_sizes
 from .layout import check_partitions, partition_rows, query_sizes, require_frame, require_numeric, stable_partitions
 from .metrics import distributed_metrics
 from .multi_label import KEY_COLUMN, WorkerMultiLabel, bind_frame, check_objective, label_columns, with_query_keys
