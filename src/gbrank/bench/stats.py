@@ -67,7 +67,7 @@ def holm(pvalues) -> np.ndarray:
 
 
 def figure_names(runs: list[dict]) -> list[str]:
-    """:data:`FIGURES` and the per-label figures (``ndcg@10:<column>``) the runs hold, in the
+    """``FIGURES`` and the per-label figures (``ndcg@10:<column>``) the runs hold, in the
     order they first appear."""
     prefix = label_figure("")
     extra = dict.fromkeys(k for r in runs for k in r if k.startswith(prefix))

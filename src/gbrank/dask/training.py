@@ -88,7 +88,8 @@ def train_lightgbm(
         (LightGBM's four-argument form); or ``"lambdarank"`` / ``"rank_xendcg"``.
     label_col : str or sequence of str, default="label"
         The label column; or, for a :func:`gbrank.multi_label` objective (built without
-        labels), its label columns, the first one first (:mod:`gbrank.dask.multi_label`).
+        labels), its label columns, the first one first: each worker trains its own queries
+        with every column's statistics of the whole frame.
     qid_col : str
         Name of the query-id column.
     weight_col : str, optional
