@@ -30,8 +30,15 @@ aggregation, and with the constrained form at a grid of floors on the second lab
 Each model is a point (test NDCG@10 on label 1, on label 2); the figure shows each family's
 points and Pareto front.
 
+With ``--pareto-seeds``, only part 2, on data generated with each seed, at weights strictly
+between 0 and 1 (at ``w = 0`` and ``w = 1`` the three aggregations train on one label and are
+the same model, so no family can dominate the hand mix there): per seed and weight, each
+family's NDCG@10 on both labels minus the hand mix's, and how many hand-mixed points each
+family's front dominates.
+
     python benchmarks/calibrated_ranking.py                        # default: a few minutes on 2 cores
     python benchmarks/calibrated_ranking.py --out docs/benchmarks  # the docs' figures and tables
+    python benchmarks/calibrated_ranking.py --pareto-seeds 1 2 3 4 5   # the front over seeds
 """
 
 from __future__ import annotations
@@ -195,11 +202,11 @@ def two_labels(seed: int, n_queries: int):
     return [(part.X, labels[part.y.astype(int)], part.group) for part in parts]
 
 
-def pareto_part(n_queries: int, n_weights: int) -> pd.DataFrame:
+def pareto_part(n_queries: int, n_weights: int, seed: int = 1, weights=None) -> pd.DataFrame:
     import lightgbm as lgb
 
-    (X, labels, group), (Xv, lv, gv), (Xt, lt, gt) = two_labels(1, n_queries)
-    weights = np.linspace(0.0, 1.0, n_weights)
+    (X, labels, group), (Xv, lv, gv), (Xt, lt, gt) = two_labels(seed, n_queries)
+    weights = np.linspace(0.0, 1.0, n_weights) if weights is None else np.asarray(weights)
     runs = [(mode, w, {"aggregate": mode, "weights": [w, 1 - w]})
             for mode in ("label", "stochastic", "gradient") for w in weights]
     floors = np.linspace(0.5, 0.75, n_weights)
@@ -218,10 +225,33 @@ def pareto_part(n_queries: int, n_weights: int) -> pd.DataFrame:
         )
         scores = booster.predict(Xt, num_iteration=booster.best_iteration)
         first, second = per_label_ndcg(lt, scores, gt, k=10, gain="linear")
-        rows.append({"mode": mode, "setting": setting, "ndcg_label1": first, "ndcg_label2": second,
+        rows.append({"seed": seed, "mode": mode, "setting": setting, "ndcg_label1": first, "ndcg_label2": second,
                      "rounds": booster.best_iteration})
         print(f"{mode:12s} {setting:.2f}  NDCG@10 label 1 {first:.4f}  label 2 {second:.4f}", flush=True)
     return pd.DataFrame(rows)
+
+
+def over_seeds(seeds, n_queries: int, n_weights: int) -> list[str]:
+    """Part 2 on each seed's data at interior weights: the families' differences to the hand
+    mix per weight (mean and range over seeds) and the dominance counts per seed."""
+    weights = np.linspace(0.0, 1.0, n_weights + 2)[1:-1]
+    points = pd.concat([pareto_part(n_queries, n_weights, seed, weights) for seed in seeds], ignore_index=True)
+    hand = points[points["mode"] == "label"].set_index(["seed", "setting"])[["ndcg_label1", "ndcg_label2"]]
+    lines = ["| family | w | label 1 - hand mix: mean [min, max] | label 2 - hand mix: mean [min, max] | "
+             "seeds better on both |", "|---|---|---|---|---|"]
+    for mode in ("stochastic", "gradient"):
+        own = points[points["mode"] == mode].set_index(["seed", "setting"])[["ndcg_label1", "ndcg_label2"]]
+        diff = (own - hand).reset_index()
+        for w, part in diff.groupby("setting"):
+            cells = [f"{part[c].mean():+.4f} [{part[c].min():+.4f}, {part[c].max():+.4f}]"
+                     for c in ("ndcg_label1", "ndcg_label2")]
+            both = int(((part["ndcg_label1"] > 0) & (part["ndcg_label2"] > 0)).sum())
+            lines.append(f"| {mode} | {w:.2f} | {cells[0]} | {cells[1]} | {both} of {len(part)} |")
+    lines += ["", "| seed | family | front points | hand-mixed front points it dominates | its front points the "
+              "hand-mixed front dominates |", "|---|---|---|---|---|"]
+    for seed, part in points.groupby("seed"):
+        lines += [f"| {seed} " + line for line in dominance(part)]
+    return lines
 
 
 def dominance(points: pd.DataFrame) -> list[str]:
@@ -257,7 +287,12 @@ def main(argv=None) -> None:
     parser.add_argument("--queries", type=int, default=300, help="generated queries (each 20 documents)")
     parser.add_argument("--weights", type=int, default=4, help="points per family on the Pareto figure")
     parser.add_argument("--out", type=Path, help="directory for the tables, figures and report")
+    parser.add_argument("--pareto-seeds", nargs="+", type=int,
+                        help="only the two-label part, over these seeds, at interior weights (module notes)")
     args = parser.parse_args(argv)
+    if args.pareto_seeds:
+        print("\n".join(over_seeds(args.pareto_seeds, args.queries, args.weights)))
+        return
 
     table, differences = calibration_part(args.datasets, args.alphas, args.queries)
     points = pareto_part(args.queries, args.weights)

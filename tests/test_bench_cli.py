@@ -32,7 +32,7 @@ TINY = "synthetic:queries=24,docs=8,features=4,seed=3"
 def _list_methods(capsys) -> list[str]:
     assert cli.main(["--list-methods"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    return [line.split()[0] for line in lines if not line.startswith("groups:")]
+    return [line.split()[0] for line in lines if not line.startswith(("groups:", "multi-label:"))]
 
 
 # --------------------------------------------------------------------------- the registry
@@ -41,7 +41,10 @@ def test_every_method_help_names_is_listed(capsys):
     assert listed == set(all_method_names())
     help_text = cli.build_parser().format_help()
     named = {m.split("(")[0] for m in re.findall(r"\b(?:lgb|xgb|native):[A-Za-z_:]+[A-Za-z_]", help_text)}
-    assert named and named <= listed, named - listed
+    assert cli.main(["--list-methods"]) == 0
+    multi = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("multi-label:"))
+    assert "lgb:multi_label(" in multi and "xgb:multi_label(" in multi
+    assert named and named <= listed | {"lgb:multi_label", "xgb:multi_label"}, named - listed
     for name in registry.names():
         assert re.search(rf"^\s+{method_objective(name)}\s", help_text, re.M), name
         assert f"lgb:{method_objective(name)}" in listed and f"xgb:{method_objective(name)}" in listed

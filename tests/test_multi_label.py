@@ -164,7 +164,7 @@ def test_lgb_cv_folds_are_refused_with_the_fix():
     lgb = pytest.importorskip("lightgbm")
     X, labels, sizes = engine_data(2, n_queries=30)
     obj = gbrank.multi_label(gbrank.ranknet(), labels)
-    with pytest.raises(ValueError, match="folds and Dask partitions hold other rows"):
+    with pytest.raises(ValueError, match="folds hold other rows and are not supported"):
         data = lgb.Dataset(X, labels[:, 0], group=sizes)
         lgb.cv({**lgb_params(), "objective": obj}, data, num_boost_round=2,
                folds=gbrank.engines.query_folds(data, nfold=3))
@@ -174,7 +174,7 @@ def test_xgb_cv_folds_are_refused_with_the_fix():
     xgb = pytest.importorskip("xgboost")
     X, labels, sizes = engine_data(3, n_queries=30)
     obj = gbrank.multi_label(gbrank.ranknet(), labels)
-    with pytest.raises(ValueError, match="folds and Dask partitions hold other rows"):
+    with pytest.raises(ValueError, match="folds hold other rows and are not supported"):
         xgb.cv(XGB_PARAMS, xgb.DMatrix(X, labels[:, 0], group=sizes), num_boost_round=2, nfold=3, obj=obj)
 
 
@@ -224,3 +224,25 @@ def test_ranker_refuses_several_labels_for_a_one_label_objective():
     unbound = gbrank.multi_label(gbrank.ranknet())
     with pytest.raises(ValueError, match="has no label columns"):
         unbound.grad_hess(labels[:, 0], np.zeros(labels.shape[0]), sizes)
+
+
+@pytest.mark.parametrize("aggregate, make", [("gradient", lambda: gbrank.lambdarank(measure="err", hess_floor=0.0)),
+                                             ("label", gbrank.rcr)])
+def test_a_part_keeps_the_statistics_of_all_rows(aggregate, make):
+    """What a Dask worker trains: some queries' rows, each label column's statistics (here the
+    label maximum of ERR's gains and of RCR's targets) of all the rows."""
+    rng = np.random.default_rng(5)
+    sizes = np.array([6, 5, 7, 4])
+    offsets = np.concatenate(([0], np.cumsum(sizes)))
+    labels = np.column_stack([rng.integers(0, 3, sizes.sum()), rng.integers(0, 2, sizes.sum())]).astype(float)
+    labels[offsets[2], :] = [4.0, 3.0]  # the largest labels lie in query 2, outside the part
+    scores = rng.normal(size=sizes.sum())
+    whole = gbrank.multi_label(make(), labels, aggregate=aggregate, weights=[0.6, 0.4])
+    queries = np.array([3, 0])
+    rows = np.concatenate([np.arange(offsets[q], offsets[q + 1]) for q in queries])
+    part = whole.part(queries, offsets)
+    np.testing.assert_array_equal(part.labels, labels[rows])
+    expected = whole.grad_hess(labels[:, 0], scores, sizes)[0][rows]
+    np.testing.assert_allclose(part.grad_hess(labels[rows, 0], scores[rows], sizes[queries])[0], expected, rtol=1e-12)
+    alone = gbrank.multi_label(make(), labels[rows], aggregate=aggregate, weights=[0.6, 0.4])
+    assert not np.allclose(alone.grad_hess(labels[rows, 0], scores[rows], sizes[queries])[0], expected)

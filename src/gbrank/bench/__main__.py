@@ -57,6 +57,10 @@ methods: <engine>:<objective>, comma-separated; engines lgb, xgb, native.
     factory arguments in parentheses override the defaults, e.g. lgb:listmle_topk(k=3)
     or "lgb:listnet(k=2, target=rank_log)"
   native:ndcgboost: the stump-boosting NDCG_Boost
+  lgb:multi_label(objective=NAME, aggregate=..., weights=[...]) (and xgb:): the gbrank objective
+    NAME on every label column of a table (label, label_click, ...) with gbrank.multi_label
+  calibrated methods (rcr, weighted_logistic_softmax; rcr(alpha=1.0) is a pointwise logistic
+    regression) also get their test log loss and ECE in the report; the others a blank
   an engine-qualified built-in name is that engine's own built-in; one engine's built-in name
     under the other engine (lambdarank in XGBoost) is refused as ambiguous: XGBoost's LambdaMART
     is xgb:rank:ndcg, gbrank's LambdaRank xgb:gbrank_lambdarank
@@ -72,7 +76,8 @@ methods: <engine>:<objective>, comma-separated; engines lgb, xgb, native.
 data: synthetic[:queries=N,docs=N,features=N,seed=N,...] (default: synthetic:{_SYNTHETIC_DEFAULT}),
   letor:DIR (its Fold1..FoldN, or DIR itself as one train/vali/test split), letor:FILE,
   table:FILE (.parquet/.feather/.csv/.tsv, compressed or not, with qid and label columns;
-  .pkl only with --allow-pickle), or a bare path; NAME=SPEC names it in the report.
+  columns label_<name> are further labels, never features; .pkl only with --allow-pickle),
+  or a bare path; NAME=SPEC names it in the report.
 
 examples:
   python -m gbrank.bench
@@ -215,6 +220,8 @@ def _list_methods() -> None:
         name = method.name + (" (default)" if method.name in default else "")
         print(f"{name:<{width}}  {describe(method)}" + ("" if reason is None else f"  [unavailable: {reason}]"))
     print(f"groups: {', '.join(group_names())}")
+    print("multi-label: lgb:multi_label(objective=NAME, ...) and xgb:multi_label(objective=NAME, ...): a gbrank "
+          "objective on every label column of a table (label, label_<name>, ...)")
 
 
 _DATA_KINDS = ("synthetic", "letor", "table")

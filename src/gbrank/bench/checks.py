@@ -11,7 +11,10 @@ reason and fix:
   :data:`LABEL_TABLE_MAX` (the table the harness builds has one entry per label value);
 - the click objectives (family ``clicks``) read the labels as clicks: 0 or 1. A click
   objective named on its own runs on any labels, as its factory allows; the groups leave it
-  out of graded data.
+  out of graded data;
+- a multi-label method (``multi_label``) trains on every label column of a table: it needs
+  a data set with several (``label``, ``label_click``, ...), and its weights and floors must
+  match their number (checked by building the objective on the columns' count).
 
 A method asked for through a group (``all``, ``default``, ``builtins``) that does not fit a
 data set is left out of that data set with one line saying so. A method named on its own
@@ -83,10 +86,14 @@ def _labels_named(label_column: str | None) -> str:
     return f"the label column {label_column!r}" if label_column else "the labels"
 
 
-def label_problem(method: Method, gain, labels: np.ndarray, label_column: str | None = None) -> Problem | None:
+def label_problem(method: Method, gain, labels: np.ndarray, label_column: str | None = None,
+                  label_names: tuple = ()) -> Problem | None:
     """Why ``method`` cannot train on these labels under ``gain`` (a resolved
     :class:`~gbrank.bench.train.LabelGain`), or None; see the module notes. The click
-    objectives' problem is returned only for a method from a group."""
+    objectives' problem is returned only for a method from a group. ``label_names`` are the
+    data set's label columns when it has several."""
+    if method.multi_label:
+        return _multi_label_problem(method, label_names)
     if method.builtin and method.engine == "lightgbm" and gain.gain == "linear":
         if not gain.integer:
             return Problem(
@@ -109,6 +116,22 @@ def label_problem(method: Method, gain, labels: np.ndarray, label_column: str | 
                 "holds graded labels",
                 "name it with --methods to run it on these labels anyway",
             )
+    return None
+
+
+def _multi_label_problem(method: Method, label_names: tuple) -> Problem | None:
+    if len(label_names) < 2:
+        return Problem(
+            "a multi-label method trains on several label columns, and this data set has one",
+            "give a table with further label columns named after the label column, such as label_click and "
+            "label_purchase beside label",
+        )
+    try:
+        method.build(0, labels=np.zeros((1, len(label_names))))
+    except (TypeError, ValueError) as exc:
+        return Problem(f"its settings do not fit the {len(label_names)} label columns "
+                       f"({', '.join(label_names)}): {exc}", "give one weight per label column and one floor per "
+                       "label column after the first")
     return None
 
 

@@ -21,6 +21,13 @@ Specs (``--data``)
     choosing when it is read, so it is read only with ``allow_pickle=True``
     (``--allow-pickle``), for files you made yourself.
 
+    Columns named after the label column with a suffix (``label_click``, ``label_purchase``
+    beside ``label``) are further labels, never features: the ``multi_label`` methods train
+    on all of them (the label column first) and the report gives every method's test NDCG@10
+    on each (:mod:`gbrank.bench.methods`). Each is checked as the label column is (numeric,
+    finite, >= 0; the error names the file, the column and the row); ``drop=`` leaves one
+    out, and ``features=`` may not name one.
+
 A bare path is read by its kind: a directory as ``letor:DIR``, a table suffix as
 ``table:FILE``, anything else as ``letor:FILE``. ``NAME=SPEC`` names the dataset in the
 report, e.g. ``ohsumed=letor:../shared/data/letor3_ohsumed/QueryLevelNorm``.
@@ -45,9 +52,9 @@ import difflib
 import hashlib
 import operator
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
 
@@ -58,6 +65,7 @@ __all__ = [
     "DEFAULT_SYNTHETIC",
     "BenchData",
     "Fold",
+    "TableLabels",
     "cv_folds",
     "from_folds",
     "from_table",
@@ -77,15 +85,30 @@ _RENAMED = re.compile(r"^(.*)\.([1-9][0-9]*)$")
 _NAME = re.compile(r"^([A-Za-z0-9_.\-]+)=(.+)$")
 
 
+class TableLabels(NamedTuple):
+    """A table's label columns: their ``names`` (the label column first) and their values,
+    ``table`` of shape ``(n_rows, n_labels)`` in the rows' (grouped) order."""
+
+    names: tuple
+    table: np.ndarray
+
+
 @dataclass(frozen=True)
 class Fold:
     """One fold: the model trains on ``train``, stops early on ``valid`` (if any) and is
-    scored on ``test``."""
+    scored on ``test``.
+
+    ``label_names`` and ``labels`` are set for a table with several label columns: the
+    columns' names (the label column first) and, for the train, valid and test parts, the
+    label columns of their rows, shape ``(n_rows, n_labels)`` (``None`` for a missing part).
+    """
 
     name: str
     train: RankingData
     valid: RankingData | None
     test: RankingData
+    label_names: tuple = ()
+    labels: tuple = ()
 
 
 @dataclass
@@ -101,6 +124,8 @@ class BenchData:
     n_folds : int
     label_column : str or None
         The label column of a table, for messages about its labels.
+    label_names : tuple of str
+        With several label columns, their names (the label column first); else empty.
     """
 
     name: str
@@ -109,6 +134,8 @@ class BenchData:
     _load: Callable[[int], Fold] = field(repr=False)
     label_column: str | None = None
     _data: RankingData | None = field(default=None, repr=False)
+    label_names: tuple = ()
+    _label_table: np.ndarray | None = field(default=None, repr=False)
     _content: tuple | None = field(default=None, init=False, repr=False)
 
     def _summary(self) -> tuple:
@@ -123,6 +150,9 @@ class BenchData:
             for part in parts:
                 for array in (part.X, part.y, part.qid):
                     digest.update(np.ascontiguousarray(array).tobytes())
+            if self._label_table is not None:
+                digest.update(repr(self.label_names).encode())
+                digest.update(np.ascontiguousarray(self._label_table).tobytes())
             fingerprint = {
                 "rows": int(sum(len(p) for p in parts)),
                 "queries": int(sum(p.n_queries for p in parts)),
@@ -153,6 +183,10 @@ class BenchData:
         """The query sizes of each fold's training part (the work of a method per iteration
         grows with them)."""
         return self._summary()[3]
+
+    def label_columns(self) -> np.ndarray | None:
+        """Every row's label columns (``label_names``), or None for one label."""
+        return self._label_table
 
     def fold(self, i: int) -> Fold:
         """Fold ``i`` (0-based)."""
@@ -207,11 +241,19 @@ def cv_folds(data: RankingData, n_folds: int = 5, *, seed: int = 0) -> list[Fold
     return folds
 
 
-def _cv_data(name: str, description: str, data: RankingData, n_folds: int, label_column: str | None = None) -> BenchData:
+def _cv_data(name: str, description: str, data: RankingData, n_folds: int, label_column: str | None = None,
+             labels: TableLabels | None = None) -> BenchData:
     if data.n_queries < n_folds:
         raise ValueError(f"{description}: {data.n_queries} queries cannot be cut into {n_folds} folds: use fewer "
                          "folds (--folds) or more queries")
     folds = cv_folds(data, n_folds)
+    if labels is not None:
+        # the label columns ride as the features of a twin data set, cut by the same folds
+        twins = cv_folds(RankingData(labels.table, data.y, group=data.group, qid=data.qid), n_folds)
+        folds = [replace(fold, label_names=labels.names,
+                         labels=tuple(None if part is None else part.X for part in (twin.train, twin.valid, twin.test)))
+                 for fold, twin in zip(folds, twins)]
+        description += f"; label columns {', '.join(labels.names)}"
     split = f"{n_folds}-fold cross-validation by query"
     split += ", validation on the next fold" if n_folds > 2 else ", no validation part"
     return BenchData(
@@ -222,6 +264,8 @@ def _cv_data(name: str, description: str, data: RankingData, n_folds: int, label
         label_column=label_column,
         _load=folds.__getitem__,
         _data=data,
+        label_names=() if labels is None else labels.names,
+        _label_table=None if labels is None else labels.table,
     )
 
 
@@ -392,8 +436,15 @@ def from_table(frame, *, qid_col: str = "qid", label_col: str = "label", source:
     label and those in ``drop`` is one. Column names must be unique, and a column that looks
     like a repeat of the query-id or label column renamed by pandas (``label.1``, from a CSV
     header naming ``label`` twice) is refused unless ``features`` names it: it would teach
-    the model the answer. Labels must be finite and >= 0.
+    the model the answer. Labels must be finite and >= 0. Columns named ``<label_col>_<name>``
+    are further labels (module notes), never features: :func:`parse_data` keeps them for the
+    multi-label methods.
     """
+    return _table(frame, qid_col=qid_col, label_col=label_col, source=source, features=features, drop=drop)[0]
+
+
+def _table(frame, *, qid_col: str, label_col: str, source: str, features, drop) -> tuple[RankingData, TableLabels | None]:
+    """:func:`from_table`'s data, and the table's label columns when it has more than one."""
     import pandas as pd
 
     if qid_col == label_col:
@@ -411,15 +462,21 @@ def from_table(frame, *, qid_col: str = "qid", label_col: str = "label", source:
         )
     if features is not None and drop:
         raise ValueError(f"{source}: give the features to keep or the columns to drop, not both")
+    dropped = set(_columns_named(source, "--drop", drop or (), columns))
+    extra = [c for c in columns if isinstance(c, str) and c.startswith(f"{label_col}_") and c not in dropped]
     if features is not None:
         features = _columns_named(source, "--features", features, columns)
         keys = [c for c in features if c in (qid_col, label_col)]
         if keys:
             raise ValueError(f"{source}: --features names the {'query-id' if keys[0] == qid_col else 'label'} "
                              f"column {keys[0]!r}, which is never a feature")
+        named = [c for c in features if c in extra]
+        if named:
+            raise ValueError(f"{source}: --features names {named[0]!r}, a label column (a column named "
+                             f"{label_col}_<name> is a further label, never a feature): rename it if it is a "
+                             "feature of its own")
     else:
-        dropped = set(_columns_named(source, "--drop", drop or (), columns))
-        features = [c for c in columns if c not in (qid_col, label_col) and c not in dropped]
+        features = [c for c in columns if c not in (qid_col, label_col) and c not in dropped and c not in extra]
         renamed = _renamed_keys(frame, (qid_col, label_col), features)
         if renamed:
             raise ValueError(
@@ -447,14 +504,25 @@ def from_table(frame, *, qid_col: str = "qid", label_col: str = "label", source:
         qid = pd.factorize(frame[qid_col])[0]
     order = np.argsort(qid, kind="stable")
     X = frame[features].to_numpy(dtype=np.float64)[order]
-    y = pd.to_numeric(frame[label_col], errors="coerce").to_numpy(dtype=np.float64)[order]
+    names = (label_col, *extra)
+    table = np.column_stack([_label_values(frame, name, order, source) for name in names])
+    data = RankingData(X, np.ascontiguousarray(table[:, 0]), qid=np.asarray(qid, dtype=np.int64)[order])
+    return data, (TableLabels(names, table) if extra else None)
+
+
+def _label_values(frame, column: str, order: np.ndarray, source: str) -> np.ndarray:
+    """A label column's values in the rows' grouped ``order``: finite numbers >= 0, or an
+    error naming the column and the first bad row (in the table's own numbering)."""
+    import pandas as pd
+
+    y = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=np.float64)[order]
     bad_label = ~np.isfinite(y) | (y < 0)
     if bad_label.any():
         row = int(np.flatnonzero(bad_label)[0])
         what = "a missing or non-numeric value" if np.isnan(y[row]) else f"the value {y[row]:g}"
-        raise ValueError(f"{source}: label column {label_col!r} has {what} (row {int(order[row])}); labels "
+        raise ValueError(f"{source}: label column {column!r} has {what} (row {int(order[row])}); labels "
                          "must be finite numbers >= 0: fix or drop that row")
-    return RankingData(X, y, qid=np.asarray(qid, dtype=np.int64)[order])
+    return y
 
 
 def parse_data(spec, *, folds: int = 5, qid_col: str = "qid", label_col: str = "label", features=None,
@@ -476,8 +544,9 @@ def parse_data(spec, *, folds: int = 5, qid_col: str = "qid", label_col: str = "
     if isinstance(spec, RankingData):
         return _cv_data("data", "given RankingData", spec, n_folds)
     if hasattr(spec, "columns"):
-        table = from_table(spec, qid_col=qid_col, label_col=label_col, features=features, drop=drop)
-        return _cv_data("table", "given DataFrame", table, n_folds, label_col)
+        table, labels = _table(spec, qid_col=qid_col, label_col=label_col, source="table", features=features,
+                               drop=drop)
+        return _cv_data("table", "given DataFrame", table, n_folds, label_col, labels)
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"a data spec must be a non-empty string, got {spec!r}")
     text = spec.strip()
@@ -504,9 +573,9 @@ def parse_data(spec, *, folds: int = 5, qid_col: str = "qid", label_col: str = "
     if kind == "table":
         if path.is_dir():
             raise ValueError(f"data {spec!r}: a table must be a file, {path} is a directory")
-        data = from_table(_read_table(path, allow_pickle=allow_pickle), qid_col=qid_col, label_col=label_col,
-                          source=str(path), features=features, drop=drop)
-        return _cv_data(name or path.name, f"table {path}", data, n_folds, label_col)
+        data, labels = _table(_read_table(path, allow_pickle=allow_pickle), qid_col=qid_col, label_col=label_col,
+                              source=str(path), features=features, drop=drop)
+        return _cv_data(name or path.name, f"table {path}", data, n_folds, label_col, labels)
     if path.is_dir():
         return _letor_dir(name, path, n_folds)
     data = load_letor(path)

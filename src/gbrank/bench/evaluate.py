@@ -16,6 +16,22 @@ Relevant means label > 0 for MAP and precision in both. The NDCG gain is chosen 
 the conventions (``gain=``, :data:`GAINS`): ``2**l - 1`` as both engines and LETOR's script use
 it, for integer labels 0..31, or the label itself, for any labels >= 0; ``auto`` follows
 :class:`gbrank.Ranker`'s label policy (:func:`gbrank.gains.resolve_gain`) on the whole data.
+
+Calibration (``logloss``, ``ece``)
+    For a method whose scores are logits of probabilities of relevance (the ``calibrated``
+    family: RCR, the weighted logistic + softmax, and ``rcr(alpha=1.0)``, a pointwise logistic
+    regression), the test part's mean log loss and expected calibration error
+    (:mod:`gbrank.metrics.calibration`, 10 equal-width bins), each a mean over documents,
+    lower is better. The targets are the labels divided by the method's ``max_label``, or by
+    default by the data set's largest label (0/1 labels as they are), as the objective reads
+    them. Other methods' scores are not probabilities: a sigmoid of a ranking score is an
+    arbitrary number, so they get no value (blank in the CSV files, — in the report), never
+    a figure that would look comparable.
+
+Several labels (``ndcg@10:<column>``)
+    On a table with several label columns, every method's test NDCG@10 against each column
+    after the first (the first is ``ndcg@10``), each with its own gain under ``auto`` (the
+    label policy on that column), under these conventions.
 """
 
 from __future__ import annotations
@@ -24,9 +40,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..gains import resolve_gain
 from ..metrics import mean_average_precision, ndcg, precision_at_k
+from ..metrics.calibration import expected_calibration_error, log_loss
 
 __all__ = [
+    "CALIBRATION_FIGURES",
     "CONVENTIONS",
     "GAINS",
     "Conventions",
@@ -34,6 +53,10 @@ __all__ = [
     "MAP_CUTOFF",
     "NDCG_CUTOFFS",
     "PRECISION_CUTOFFS",
+    "calibration_metrics",
+    "label_figure",
+    "label_gains",
+    "label_metrics",
     "letor_discount",
     "ndcg_at",
     "per_query_metrics",
@@ -45,6 +68,10 @@ GAINS = ("auto", "exp2", "linear")
 _GAIN_TEXT = {"exp2": "2^l-1", "linear": "l (the label)"}
 PRECISION_CUTOFFS = (1, 3, 5, 10)
 MAP_CUTOFF = 10
+#: The calibration figures of a method whose scores are probabilities (module notes).
+CALIBRATION_FIGURES = ("logloss", "ece")
+#: Cut-off of the NDCG reported per label column.
+LABEL_CUTOFF = 10
 
 
 def letor_discount(r: np.ndarray) -> np.ndarray:
@@ -111,3 +138,30 @@ def ndcg_at(k: int, conventions: Conventions, gain: str = "exp2"):
         return ndcg(y, scores, group, k, gain=gain, **conventions.ndcg)
 
     return metric
+
+
+def calibration_metrics(y, scores, max_label: float) -> dict[str, float]:
+    """``{"logloss": ..., "ece": ...}`` of the test scores read as logits, with the targets
+    ``y / max_label`` (module notes)."""
+    top = max_label if max_label > 0 else 1.0
+    return {"logloss": log_loss(y, scores, max_label=top), "ece": expected_calibration_error(y, scores, max_label=top)}
+
+
+def label_figure(column: str) -> str:
+    """The name of the NDCG@10 figure of the label column ``column``: ``ndcg@10:<column>``."""
+    return f"ndcg@{LABEL_CUTOFF}:{column}"
+
+
+def label_gains(requested: str, names, table: np.ndarray) -> dict[str, str]:
+    """The NDCG gain of each label column after the first: ``requested``, or under ``auto``
+    the label policy on that column's values."""
+    return {name: resolve_gain(requested, table[:, j]) for j, name in enumerate(names) if j > 0}
+
+
+def label_metrics(labels: np.ndarray, names, scores, group, conventions: Conventions,
+                  gains: dict[str, str]) -> dict[str, float]:
+    """Mean NDCG@10 of ``scores`` against each label column after the first (``labels`` of
+    shape ``(n_rows, n_labels)``), keyed by :func:`label_figure`."""
+    return {label_figure(name): float(ndcg(np.ascontiguousarray(labels[:, j]), scores, group, LABEL_CUTOFF,
+                                           gain=gains[name], **conventions.ndcg))
+            for j, name in enumerate(names) if j > 0}

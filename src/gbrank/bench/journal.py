@@ -33,7 +33,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .stats import FIGURES, TIMES
+from .evaluate import CALIBRATION_FIGURES, label_figure
+from .stats import FIGURES, RANKING_FIGURES, TIMES
 
 __all__ = ["JOURNAL", "RUN_COLUMNS", "RUN_LOG", "Journal", "Record", "read_journal", "resumable"]
 
@@ -120,7 +121,7 @@ def _columns_problem(columns, required: tuple[str, ...]) -> str | None:
     return None
 
 
-_PER_QUERY = ("query", "qid", "n_docs", *FIGURES)
+_PER_QUERY = ("query", "qid", "n_docs", *RANKING_FIGURES)
 _PREDICTIONS = ("query", "qid", "label", "score")
 
 
@@ -141,8 +142,14 @@ def _run_problem(document) -> str | None:
         return None if isinstance(run.get("error"), str) else "its failed run has no error"
     if run.get("status") != "ok":
         return f"its run's status is {run.get('status')!r}, neither 'ok' nor 'failed'"
-    for figure in FIGURES:
+    for figure in RANKING_FIGURES:
         if not _is_number(run.get(figure)):
+            return f"its run's {figure} is not a number"
+    for figure in CALIBRATION_FIGURES:
+        if not _is_number(run.get(figure), optional=True):
+            return f"its run's {figure} is not a number"
+    for figure in (k for k in run if isinstance(k, str) and k.startswith(label_figure(""))):
+        if not _is_number(run[figure]):
             return f"its run's {figure} is not a number"
     for time in TIMES:
         if not _is_number(run.get(time), integer=time in ("n_iterations", "best_iteration"), optional=True):

@@ -31,6 +31,20 @@ Seeds. A run's seed goes to the engine, to the native estimator's ``random_state
 gbrank objective whose default build has a ``seed`` setting (the objectives that break ties
 or sample at random keep it as their ``seed`` attribute), unless the method name sets it.
 
+Several labels. ``lgb:multi_label(objective=NAME, ...)`` (and ``xgb:``) trains the gbrank
+objective ``NAME`` (its registry defaults, and ``objective_args={...}`` over them) on every
+label column of a table (:mod:`gbrank.bench.data`) with :func:`gbrank.multi_label`; the
+other arguments are ``multi_label``'s (``aggregate``, ``weights``, ``floors``, ``k``,
+``penalty``), e.g. ``lgb:multi_label(objective=lambdarank, aggregate=constrained,
+floors=[0.6])``. It runs only on a data set with several label columns, the label column
+first; a weight or floor count that does not match the columns is refused before anything
+trains.
+
+Probabilities. The methods of the ``calibrated`` family (``rcr``, ``weighted_logistic_softmax``;
+``rcr(alpha=1.0)`` is the pointwise logistic baseline) score a document with the logit of its
+probability of relevance (:attr:`Method.probabilistic`): the report gives their log loss and
+expected calibration error (:mod:`gbrank.bench.evaluate`).
+
 A method whose objective cannot be imported (an engine that is not installed, a gbrank
 objective that is not registered) is *unavailable*: the harness reports it and runs the others.
 """
@@ -50,6 +64,8 @@ __all__ = [
     "BUILTIN_FAMILY",
     "ENGINES",
     "GBRANK_PREFIX",
+    "MULTI_LABEL",
+    "MULTI_LABEL_FAMILY",
     "NATIVE_FAMILY",
     "Method",
     "all_method_names",
@@ -97,6 +113,11 @@ GBRANK_PREFIX = "gbrank_"
 #: Family of the engines' built-in objectives and of the native estimator in reports and plots.
 BUILTIN_FAMILY = "built-in"
 NATIVE_FAMILY = "native"
+#: The method objective that trains a gbrank objective on several label columns, and its family.
+MULTI_LABEL = "multi_label"
+MULTI_LABEL_FAMILY = "multi-label"
+#: The registry family whose objectives' scores are logits of probabilities.
+PROBABILISTIC_FAMILY = "calibrated"
 #: gbrank objectives that ``python -m gbrank.bench`` also runs in XGBoost by default.
 _DEFAULT_XGBOOST = ("listmle_topk",)
 
@@ -232,12 +253,34 @@ class Method:
             return BUILTIN_FAMILY
         if self.engine == "native":
             return NATIVE_FAMILY
+        if self.multi_label:
+            return MULTI_LABEL_FAMILY
         spec = registry.specs().get(self.objective)
         return spec.family if spec is not None else "other"
 
+    @property
+    def multi_label(self) -> bool:
+        """Whether the method trains on several label columns (``multi_label``)."""
+        return not self.builtin and self.engine != "native" and self.objective == MULTI_LABEL
+
+    @property
+    def probabilistic(self) -> bool:
+        """Whether the method's scores are logits of probabilities of relevance (the
+        ``calibrated`` family), which the report scores with log loss and ECE."""
+        return self.family == PROBABILISTIC_FAMILY
+
+    def inner(self) -> "Method":
+        """A multi-label method's objective as a method of its own (its engine and settings)."""
+        if not self.multi_label:
+            raise ValueError(f"{self.name} is not a multi-label method")
+        prefix = next(p for p, e in ENGINES.items() if e == self.engine)
+        objective = _registry_name(str(self.kwargs["objective"]))
+        return Method(name=f"{prefix}:{method_objective(objective)}", engine=self.engine, objective=objective,
+                      builtin=False, kwargs=dict(self.kwargs.get("objective_args") or {}))
+
     def settings(self) -> dict:
         """The factory's keyword arguments: the registry's first example, then the name's."""
-        if self.builtin or self.engine == "native":
+        if self.builtin or self.engine == "native" or self.multi_label:
             return dict(self.kwargs)
         return {**self._spec().examples[0], **self.kwargs}
 
@@ -251,6 +294,8 @@ class Method:
         """The gbrank factory or estimator class; raises ImportError when unavailable."""
         if self.engine == "native":
             return importlib.import_module("gbrank").NDCGBoost
+        if self.multi_label:
+            return importlib.import_module("gbrank").multi_label
         spec = self._spec()
         try:
             return spec.factory()
@@ -260,6 +305,8 @@ class Method:
     def search_space(self) -> tuple:
         """The method's own settings that ``--tune`` searches (registry ``Knob`` objects), less
         those its name fixes."""
+        if self.multi_label:
+            return ()
         if self.builtin or self.engine == "native":
             knobs = _SEARCH_SPACES[self.objective]
         else:
@@ -277,20 +324,28 @@ class Method:
             return None
         try:
             self.factory()
+            if self.multi_label:
+                self.inner().factory()
         except ImportError as exc:
             return str(exc)
         return None
 
-    def build(self, seed: int = 0, *, gain: str | None = None) -> Any:
+    def build(self, seed: int = 0, *, gain: str | None = None, labels=None) -> Any:
         """A fresh objective (or native estimator) for one run; a string for built-ins.
 
         ``seed`` goes to the native estimator's ``random_state`` and to a gbrank objective
         that has a ``seed`` setting, unless the method name sets it. ``gain`` (``"exp2"`` or
         ``"linear"``) goes to the ``gain`` setting of the objective or estimator, or else to
         its ``target`` (ListNet, RankCosine: the same names), unless the name sets either.
+        A multi-label method builds its objective so (``objective_args`` over the registry's
+        defaults) and binds it to ``labels``, the training rows' label columns.
         """
         if self.builtin:
             return self.objective
+        if self.multi_label:
+            settings = {k: v for k, v in self.kwargs.items() if k not in ("objective", "objective_args")}
+            settings.setdefault("seed", seed)
+            return self.factory()(self.inner().build(seed, gain=gain), labels, **settings)
         factory = self.factory()
         kwargs = self.settings()
         parameters = inspect.signature(factory).parameters
@@ -313,6 +368,9 @@ def describe(method: Method) -> str:
         return f"{BUILTIN_FAMILY}: {_BUILTIN_SUMMARIES.get(method.objective, method.objective)}"
     if method.engine == "native":
         return f"{NATIVE_FAMILY}: NDCG_Boost with decision stumps (Valizadegan et al. 2009, Algorithm 1)"
+    if method.multi_label:
+        return (f"{MULTI_LABEL_FAMILY}: {method.inner().name.split(':', 1)[1]} on every label column with "
+                "gbrank.multi_label [" + ", ".join(f"{k}={_format_value(v)}" for k, v in method.kwargs.items()) + "]")
     spec = registry.specs().get(method.objective)
     if spec is None:
         return "not a registered objective"
@@ -400,12 +458,33 @@ def parse_method(spec: str) -> Method:
         )
     elif gbrank_name is not None:
         objective, builtin = gbrank_name, False
+    elif objective == MULTI_LABEL:
+        _check_multi_label(kwargs, spec, prefix)
+        builtin = False
     else:
         raise ValueError(f"unknown method {spec!r}{suggest_method(text, prefix)}: {prefix} objectives are {', '.join(known)}")
     name = f"{prefix}:{objective if builtin or engine == 'native' else method_objective(objective)}"
     if kwargs:
         name += "(" + ", ".join(f"{k}={_format_value(v)}" for k, v in kwargs.items()) + ")"
     return Method(name=name, engine=engine, objective=objective, builtin=builtin, kwargs=kwargs)
+
+
+def _check_multi_label(kwargs: dict, spec: str, prefix: str) -> None:
+    """A multi-label method names a gbrank objective and only ``multi_label``'s settings."""
+    inner = kwargs.get("objective")
+    if not isinstance(inner, str) or _registry_name(inner) is None or inner == MULTI_LABEL:
+        shown = f"{inner!r} is not one" if inner is not None else "it names none"
+        raise ValueError(f"method {spec!r}: objective= must name a gbrank objective, and {shown}; e.g. "
+                         f"{prefix}:{MULTI_LABEL}(objective=lambdarank, weights=[0.7, 0.3]); objectives: "
+                         f"{', '.join(_gbrank_names())}")
+    if not isinstance(kwargs.get("objective_args", {}), dict):
+        raise ValueError(f"method {spec!r}: objective_args must be a dict of the objective's settings, "
+                         "e.g. objective_args={'gain': 'linear'}")
+    allowed = {"objective", "objective_args", "aggregate", "weights", "floors", "k", "penalty", "seed"}
+    unknown = sorted(set(kwargs) - allowed)
+    if unknown:
+        raise ValueError(f"method {spec!r}: {MULTI_LABEL} takes no setting {unknown[0]!r}; its settings are "
+                         f"{', '.join(sorted(allowed))}")
 
 
 def _split_top_level(text: str) -> list[str]:

@@ -7,7 +7,10 @@ Files
     interval, and whether it is significant after Holm's correction), settings, one table
     per dataset (NDCG@1/3/5/10, MAP@10 as mean ± std over folds, training time, objective
     time per iteration, best iteration, and the paired tests against the baseline with raw
-    and Holm-adjusted p-values), NDCG@1..10 means, plots, methods that did not run.
+    and Holm-adjusted p-values), NDCG@1..10 means, plots, methods that did not run. Where a
+    method's scores are probabilities (:mod:`gbrank.bench.evaluate`), the table adds log loss
+    and ECE beside NDCG, with — for the methods whose scores are not probabilities; a table
+    with several label columns adds each method's test NDCG@10 on each column.
 ``summary.csv``
     Per dataset and method: ``<figure>_mean``, ``<figure>_std`` over folds, ``n_folds``.
 ``folds.csv``
@@ -57,7 +60,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .evaluate import MAP_CUTOFF, NDCG_CUTOFFS
+from .evaluate import LABEL_CUTOFF, MAP_CUTOFF, NDCG_CUTOFFS, label_figure
 from .journal import RUN_COLUMNS
 from .plots import plot_differences, plot_ndcg_at_k, plot_validation_curves, slugs
 from .run import Results
@@ -73,6 +76,8 @@ TABLE_COLUMNS = [
 ]
 _QUALITY = {"NDCG@1": "ndcg@1", "NDCG@3": "ndcg@3", "NDCG@5": "ndcg@5", "NDCG@10": "ndcg@10",
             f"MAP@{MAP_CUTOFF}": f"map@{MAP_CUTOFF}"}
+#: Columns added after MAP where some method's scores are probabilities; lower is better.
+_CALIBRATION = {"log loss": "logloss", "ECE": "ece"}
 
 
 def new_report_dir(base: str | Path = "gbrank-report") -> Path:
@@ -170,16 +175,32 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+_CALIBRATION_NOTE = (
+    " Log loss and ECE (lower is better, bold the lowest): the test documents' mean log loss and expected "
+    "calibration error (10 bins) of the sigmoid of the score against label / largest label, for the methods "
+    "whose scores are probabilities of relevance; — for the others, whose scores are not probabilities."
+)
+
+
+def _calibrated(rows_by_method: pd.DataFrame, present: list[str]) -> dict[str, str]:
+    """The calibration columns, where some method of the table has their figures."""
+    if not present or not all(f"{key}_mean" in rows_by_method.columns for key in _CALIBRATION.values()):
+        return {}
+    return _CALIBRATION if rows_by_method.loc[present, "logloss_mean"].notna().any() else {}
+
+
 def _dataset_table(summ: pd.DataFrame, sig: pd.DataFrame, dataset: str, methods: list[str], baseline) -> str:
     rows_by_method = summ[summ["dataset"] == dataset].set_index("method")
     present = [m for m in methods if m in rows_by_method.index]
+    calibration = _calibrated(rows_by_method, present)
     best = {col: rows_by_method.loc[present, f"{key}_mean"].max() for col, key in _QUALITY.items()} if present else {}
+    best.update({col: rows_by_method.loc[present, f"{key}_mean"].min() for col, key in calibration.items()})
     sig = sig[sig["dataset"] == dataset].set_index("method") if not sig.empty else sig
     rows = []
     for method in present:
         row = rows_by_method.loc[method]
         cells = [f"{method} (baseline)" if method == baseline else method]
-        for col, key in _QUALITY.items():
+        for col, key in {**_QUALITY, **calibration}.items():
             text = _mean_std(row[f"{key}_mean"], row[f"{key}_std"], 4)
             if np.isclose(row[f"{key}_mean"], best[col], rtol=0, atol=5e-5):
                 text = f"**{text}**"
@@ -195,7 +216,25 @@ def _dataset_table(summ: pd.DataFrame, sig: pd.DataFrame, dataset: str, methods:
             cells += [_interval(s), _pvalue(s["t_pvalue"]), f"**{holm_t}**" if s["significant"] else holm_t,
                       _pvalue(s["wilcoxon_pvalue"]), _pvalue(s["wilcoxon_pvalue_holm"])]
         rows.append(cells)
-    return markdown_table(TABLE_COLUMNS, rows)
+    header = TABLE_COLUMNS[:len(_QUALITY) + 1] + list(calibration) + TABLE_COLUMNS[len(_QUALITY) + 1:]
+    return markdown_table(header, rows)
+
+
+def _label_table(summ: pd.DataFrame, dataset: str, methods: list[str], names) -> str:
+    """Each method's test NDCG@10 on each label column (mean ± std over folds), the best bold."""
+    rows_by_method = summ[summ["dataset"] == dataset].set_index("method")
+    present = [m for m in methods if m in rows_by_method.index]
+    keys = [f"ndcg@{LABEL_CUTOFF}"] + [label_figure(name) for name in names[1:]]
+    best = {key: rows_by_method.loc[present, f"{key}_mean"].max() for key in keys}
+    rows = []
+    for method in present:
+        row = rows_by_method.loc[method]
+        cells = [method]
+        for key in keys:
+            text = _mean_std(row[f"{key}_mean"], row[f"{key}_std"], 4)
+            cells.append(f"**{text}**" if np.isclose(row[f"{key}_mean"], best[key], rtol=0, atol=5e-5) else text)
+        rows.append(cells)
+    return markdown_table(["method"] + list(names), rows)
 
 
 def _ndcg_curve_table(summ: pd.DataFrame, dataset: str, methods: list[str]) -> str:
@@ -340,9 +379,16 @@ def write_report(results: Results, out: str | Path, *, command: str | None = Non
         name = dataset["name"]
         lines += [f"## {name}", "", dataset["description"] + ".", ""]
         lines += [_dataset_table(summ, sig, name, methods, results.baseline), ""]
+        by_method = summ[summ["dataset"] == name].set_index("method")
         lines += ["Figures: mean ± std over folds. Bold: the best mean in the column, and a Holm-adjusted "
                   f"p-value below {ALPHA}. ΔNDCG@10: mean per-query difference to the baseline with its 95% "
-                  "t interval; p: two-sided paired tests, raw and Holm-adjusted over the methods compared.", ""]
+                  "t interval; p: two-sided paired tests, raw and Holm-adjusted over the methods compared."
+                  + (_CALIBRATION_NOTE if _calibrated(by_method, [m for m in methods if m in by_method.index]) else ""),
+                  ""]
+        if dataset.get("label_names"):
+            lines += [f"NDCG@{LABEL_CUTOFF} on each label column (test, mean ± std over folds; each column's "
+                      "gain: " + ", ".join(f"{c} {g}" for c, g in dataset["label_gains"].items()) + "):", "",
+                      _label_table(summ, name, methods, dataset["label_names"]), ""]
         lines += ["NDCG@1..10 (test, mean over folds):", "", _ndcg_curve_table(summ, name, methods), ""]
         for png in plots.get(name, []):
             lines += [f"![{png}]({png})", ""]

@@ -23,7 +23,8 @@ import pandas as pd
 from ..groups import sizes_to_qid
 from .checks import cost_warning, gain_problem, label_problem
 from .data import BenchData, parse_data
-from .evaluate import CONVENTIONS, GAINS, gain_description, ndcg_at, per_query_metrics
+from .evaluate import (CALIBRATION_FIGURES, CONVENTIONS, GAINS, calibration_metrics, gain_description, label_gains,
+                       label_metrics, ndcg_at, per_query_metrics)
 from .journal import Journal, Record
 from .methods import Method, parse_methods
 from .train import FoldCache, LabelGain, TreeParams, fit_method
@@ -135,7 +136,8 @@ class Results:
     config : dict
     datasets : list of dict
         ``name``, ``description``, ``n_folds``, ``gain`` (the resolved NDCG gain,
-        ``"exp2"`` or ``"linear"``), ``gain_reason``.
+        ``"exp2"`` or ``"linear"``), ``gain_reason``; with several label columns also
+        ``label_names`` and ``label_gains`` (the gain of each column after the first).
     methods : list of dict
         ``name``, ``engine``, ``objective``, ``family``, ``builtin``, ``available``, ``reason``.
     baseline : str or None
@@ -143,7 +145,9 @@ class Results:
     runs : list of dict
         One per dataset, fold, seed and method: ``status`` ("ok" or "failed"), ``error``,
         ``train_seconds``, ``objective_ms_per_iter``, ``n_iterations``, ``best_iteration``,
-        ``valid_curve`` and the mean of every test figure.
+        ``valid_curve`` and the mean of every test figure: the ranking figures, ``logloss``
+        and ``ece`` (None unless the method's scores are probabilities) and, with several
+        label columns, ``ndcg@10:<column>`` for each column after the first.
     per_query : DataFrame
         One row per run and test query: ``dataset, fold, seed, method, query, qid, n_docs``
         and the figures (``ndcg@1`` .. ``ndcg@10``, ``map@10``, ``p@1`` ...).
@@ -265,6 +269,8 @@ class Plan:
     warnings: list
     baseline: str | None
     chosen: bool
+    #: Per data set with several label columns, the NDCG gain of each column after the first.
+    label_gains: dict = field(default_factory=dict)
 
     def methods_for(self, dataset: BenchData) -> list[Method]:
         """The runnable methods that train on ``dataset``."""
@@ -333,9 +339,14 @@ def plan_benchmark(
                 )
     for dataset in datasets:
         problem = gain_problem(config.gain, dataset.labels(), dataset.name, dataset.label_column)
+        table = dataset.label_columns()
+        for j, column in enumerate(dataset.label_names[1:], start=1):
+            problem = problem or gain_problem(config.gain, table[:, j], dataset.name, column)
         if problem is not None:
             raise ValueError(problem)
     gains = {d.name: LabelGain.of(config.gain, d.labels()) for d in datasets}
+    column_gains = {d.name: label_gains(config.gain, d.label_names, d.label_columns()) for d in datasets
+                    if d.label_names}
 
     method_info, runnable = [], []
     for method in grid:
@@ -349,7 +360,8 @@ def plan_benchmark(
     skipped, warnings = [], []
     for dataset in datasets:
         for method in runnable:
-            problem = label_problem(method, gains[dataset.name], dataset.labels(), dataset.label_column)
+            problem = label_problem(method, gains[dataset.name], dataset.labels(), dataset.label_column,
+                                    dataset.label_names)
             if problem is not None:
                 skipped.append({"dataset": dataset.name, "method": method.name, "reason": problem.reason,
                                 "fix": problem.fix, "named": method.group is None, "group": method.group})
@@ -363,7 +375,7 @@ def plan_benchmark(
                          "choose a baseline that runs on every data set")
     return Plan(config=config, folds=folds, datasets=datasets, grid=grid, runnable=runnable,
                 method_info=method_info, gains=gains, skipped=skipped, warnings=warnings, baseline=baseline,
-                chosen=chosen)
+                chosen=chosen, label_gains=column_gains)
 
 
 def _announce(plan: Plan) -> None:
@@ -509,7 +521,8 @@ def run_benchmark(
                             continue
                         bar.start(key)
                         started = time.perf_counter()
-                        record = _run(method, cache, key, config, metric, metric_name, gain, conventions, bar, debug)
+                        record = _run(method, cache, key, config, metric, metric_name, gain, conventions, bar, debug,
+                                      plan.label_gains.get(dataset.name, {}))
                         records.append(record)
                         if log is not None:
                             log.append(record)
@@ -534,7 +547,9 @@ def run_benchmark(
         config={**config.as_dict(), "folds": folds, "curve_metric": metric_name,
                 "conventions_description": conventions.description},
         datasets=[{"name": d.name, "description": d.description, "n_folds": d.n_folds,
-                   "gain": gains[d.name].gain, "gain_reason": _gain_reason(config.gain, gains[d.name])}
+                   "gain": gains[d.name].gain, "gain_reason": _gain_reason(config.gain, gains[d.name]),
+                   **({"label_names": list(d.label_names), "label_gains": plan.label_gains[d.name]}
+                      if d.label_names else {})}
                   for d in datasets],
         methods=plan.method_info,
         baseline=baseline,
@@ -549,9 +564,11 @@ def run_benchmark(
 
 
 def _run(method: Method, cache: FoldCache, key: dict, config: BenchConfig, metric, metric_name: str,
-         gain: LabelGain, conventions, bar: _Progress, debug: bool = False) -> Record:
+         gain: LabelGain, conventions, bar: _Progress, debug: bool = False, column_gains: dict | None = None) -> Record:
     """Train (after tuning, when asked) and score one method on one fold with one seed; a
-    failure is recorded, not raised."""
+    failure is recorded, not raised. Besides the ranking figures: the calibration figures of
+    a method whose scores are probabilities (None for the others), and on several label
+    columns the NDCG@10 of each (``column_gains``: the gain of each column after the first)."""
     test = cache.fold.test
     tuned, tuning = {}, None
     try:
@@ -564,6 +581,13 @@ def _run(method: Method, cache: FoldCache, key: dict, config: BenchConfig, metri
                 seed=key["seed"], metric=metric, metric_name=metric_name, gain=gain,
             )
         figures = per_query_metrics(test.y, result.test_scores, test.group, conventions, gain.gain)
+        calibration = dict.fromkeys(CALIBRATION_FIGURES)
+        if method.probabilistic:
+            calibration = calibration_metrics(test.y, result.test_scores, _max_label(method, gain))
+        by_label = {}
+        if cache.fold.label_names:
+            by_label = label_metrics(cache.fold.labels[2], cache.fold.label_names, result.test_scores, test.group,
+                                     conventions, column_gains or {})
     except Exception as exc:  # one failing method must not lose the others' results
         where = f"{method.name} failed on {key['dataset']} {key['fold']} seed {key['seed']}"
         if debug:
@@ -583,6 +607,8 @@ def _run(method: Method, cache: FoldCache, key: dict, config: BenchConfig, metri
         "best_iteration": result.best_iteration,
         "n_test_queries": test.n_queries,
         **{name: float(np.mean(values)) for name, values in figures.items()},
+        **calibration,
+        **by_label,
         **tuned,
         "valid_curve": result.valid_curve,
     }
@@ -596,7 +622,16 @@ def _run(method: Method, cache: FoldCache, key: dict, config: BenchConfig, metri
         **key, "query": sizes_to_qid(test.group), "qid": test.qid,
         "label": test.y, "score": result.test_scores,
     })
+    for j, column in enumerate(cache.fold.label_names[1:], start=1):
+        predictions[column] = cache.fold.labels[2][:, j]
     return Record(run, per_query, predictions, tuning)
+
+
+def _max_label(method: Method, gain: LabelGain) -> float:
+    """The label a probabilistic method reads as probability 1: its ``max_label`` setting, or
+    the data set's largest label (what its objective takes from the training data)."""
+    given = method.settings().get("max_label")
+    return float(given) if given is not None else gain.max_label
 
 
 def _fit_tuned(method, cache, config: BenchConfig, metric, metric_name, gain: LabelGain, bar: _Progress, key: dict):

@@ -32,11 +32,15 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .evaluate import MAP_CUTOFF, NDCG_CUTOFFS, PRECISION_CUTOFFS
+from .evaluate import CALIBRATION_FIGURES, MAP_CUTOFF, NDCG_CUTOFFS, PRECISION_CUTOFFS, label_figure
 
-__all__ = ["ALPHA", "FIGURES", "TIMES", "difference_curves", "fold_table", "holm", "significance", "summary"]
+__all__ = ["ALPHA", "FIGURES", "RANKING_FIGURES", "TIMES", "difference_curves", "figure_names", "fold_table", "holm", "significance",
+           "summary"]
 
-FIGURES = [f"ndcg@{k}" for k in NDCG_CUTOFFS] + [f"map@{MAP_CUTOFF}"] + [f"p@{k}" for k in PRECISION_CUTOFFS]
+#: Every run's figures: the ranking figures (also per query) and the calibration ones; these are None (NaN) for a method whose scores are
+#: not probabilities. A table with several label columns adds one ``ndcg@10:<column>`` each.
+RANKING_FIGURES = [f"ndcg@{k}" for k in NDCG_CUTOFFS] + [f"map@{MAP_CUTOFF}"] + [f"p@{k}" for k in PRECISION_CUTOFFS]
+FIGURES = RANKING_FIGURES + list(CALIBRATION_FIGURES)
 TIMES = ["train_seconds", "objective_ms_per_iter", "n_iterations", "best_iteration"]
 TEST_METRIC = "ndcg@10"
 #: Level of the tests and of the confidence intervals (95%).
@@ -62,29 +66,41 @@ def holm(pvalues) -> np.ndarray:
     return out
 
 
+def figure_names(runs: list[dict]) -> list[str]:
+    """``FIGURES`` and the per-label figures (``ndcg@10:<column>``) the runs hold, in the
+    order they first appear."""
+    prefix = label_figure("")
+    extra = dict.fromkeys(k for r in runs for k in r if k.startswith(prefix))
+    return FIGURES + list(extra)
+
+
 def fold_table(runs: list[dict]) -> pd.DataFrame:
-    """One row per dataset, method and fold: the successful runs' figures averaged over seeds."""
+    """One row per dataset, method and fold: the successful runs' figures averaged over seeds
+    (a figure a run lacks, such as a calibration figure of a ranking method, is NaN and left
+    out of the mean)."""
     ok = [r for r in runs if r["status"] == "ok"]
+    figures = figure_names(ok)
     if not ok:
-        return pd.DataFrame(columns=["dataset", "method", "fold", *FIGURES, *TIMES])
-    frame = pd.DataFrame(ok)[["dataset", "method", "fold", "seed", *FIGURES, *TIMES]]
-    frame = frame.astype({c: float for c in FIGURES + TIMES})
-    return frame.groupby(["dataset", "method", "fold"], sort=False)[FIGURES + TIMES].mean().reset_index()
+        return pd.DataFrame(columns=["dataset", "method", "fold", *figures, *TIMES])
+    frame = pd.DataFrame(ok).reindex(columns=["dataset", "method", "fold", "seed", *figures, *TIMES])
+    frame = frame.astype({c: float for c in figures + TIMES})
+    return frame.groupby(["dataset", "method", "fold"], sort=False)[figures + TIMES].mean().reset_index()
 
 
 def summary(runs: list[dict]) -> pd.DataFrame:
     """Mean and standard deviation over folds of every figure and time, per dataset and
     method; columns ``<figure>_mean``, ``<figure>_std`` and ``n_folds``."""
     folds = fold_table(runs)
+    figures = [c for c in folds.columns if c not in ("dataset", "method", "fold", *TIMES)]
     rows = []
     for (dataset, method), group in folds.groupby(["dataset", "method"], sort=False):
         row = {"dataset": dataset, "method": method, "n_folds": len(group)}
-        for column in FIGURES + TIMES:
+        for column in figures + TIMES:
             values = group[column].dropna().to_numpy()
             row[f"{column}_mean"] = float(values.mean()) if values.size else np.nan
             row[f"{column}_std"] = float(values.std(ddof=1)) if values.size > 1 else np.nan
         rows.append(row)
-    columns = ["dataset", "method", "n_folds"] + [f"{c}_{s}" for c in FIGURES + TIMES for s in ("mean", "std")]
+    columns = ["dataset", "method", "n_folds"] + [f"{c}_{s}" for c in figures + TIMES for s in ("mean", "std")]
     return pd.DataFrame(rows, columns=columns)
 
 

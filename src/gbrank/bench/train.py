@@ -226,8 +226,9 @@ def _tiny_data() -> RankingData:
     return RankingData(X, y, group=sizes)
 
 
-def warm_up(method: Method, metric) -> None:
-    """Compile the numba kernels a method and the metric use, outside any timed region."""
+def warm_up(method: Method, metric, n_labels: int | None = None) -> None:
+    """Compile the numba kernels a method and the metric use, outside any timed region (a
+    multi-label method's on ``n_labels`` label columns; its objective's alone without)."""
     tiny = _tiny_data()
     if "metric" not in _WARM:
         metric(tiny.y, np.zeros(len(tiny)), tiny.group)
@@ -237,7 +238,11 @@ def warm_up(method: Method, metric) -> None:
     if method.engine == "native":
         method.factory()(n_estimators=2).fit(tiny.X, tiny.y, group=tiny.group, eval_set=[tuple(tiny)], eval_at=(10,))
     else:
-        objective = method.build(0)
+        if method.multi_label and not n_labels:
+            warm_up(method.inner(), metric)
+            return
+        labels = np.column_stack([tiny.y] * n_labels) if method.multi_label else None
+        objective = method.build(0, labels=labels)
         # LightGBM passes float64 scores, XGBoost float32 with float32 labels
         objective.grad_hess(tiny.y, np.zeros(len(tiny)), tiny.group)
         objective.grad_hess(tiny.y.astype(np.float32), np.linspace(-1, 1, len(tiny)).astype(np.float32), tiny.group)
@@ -266,7 +271,7 @@ def fit_method(
     ``gain`` (default: ``2**l - 1``) goes to the methods that have a gain (:class:`LabelGain`).
     """
     gain = gain or LabelGain()
-    warm_up(method, metric)
+    warm_up(method, metric, len(cache.fold.label_names))
     if method.engine == "lightgbm":
         return _fit_lightgbm(method, cache, rounds, early_stopping, seed, metric, metric_name, callbacks, gain)
     if method.engine == "xgboost":
@@ -276,9 +281,16 @@ def fit_method(
     return _fit_native(method, cache, rounds, early_stopping, seed, gain)
 
 
-def _objective(method: Method, seed: int, gain: LabelGain):
-    """A built-in objective's name, or the gbrank objective wrapped to time its calls."""
-    return method.objective if method.builtin else TimedObjective(method.build(seed, gain=gain.gain))
+def _objective(method: Method, seed: int, gain: LabelGain, fold: Fold):
+    """A built-in objective's name, or the gbrank objective wrapped to time its calls (a
+    multi-label one bound to the label columns of the fold's training rows)."""
+    if method.builtin:
+        return method.objective
+    if method.multi_label and not fold.labels:
+        raise Refusal(f"{method.name} trains on several label columns, and this data set has one: give a table "
+                      "with further label columns such as label_click beside label")
+    labels = fold.labels[0] if method.multi_label else None
+    return TimedObjective(method.build(seed, gain=gain.gain, labels=labels))
 
 
 def _engine_result(scores, evaluator: TimedMetric, objective, *, n_iterations: int, best: int, seconds: float) -> FitResult:
@@ -325,7 +337,7 @@ def _fit_lightgbm(method, cache, rounds, early_stopping, seed, metric, metric_na
     if method.builtin:
         params.update(gain.lightgbm(method.objective))
         params.update(method.kwargs, objective_seed=seed)
-    objective = _objective(method, seed, gain)
+    objective = _objective(method, seed, gain, cache.fold)
     evaluator = TimedMetric(metric_name, metric)
     valid = [] if dvalid is None else [dvalid]
     booster, best, seconds = _train(
@@ -343,7 +355,7 @@ def _fit_xgboost(method, cache, rounds, early_stopping, seed, metric, metric_nam
 
     dtrain, dvalid, dtest = cache.xgboost()
     # the engine layer starts a custom objective from 0, as LightGBM does
-    objective = _objective(method, seed, gain)
+    objective = _objective(method, seed, gain, cache.fold)
     params = cache.params.xgboost(cache.threads, seed)
     if method.builtin:
         params.update(gain.xgboost(method.objective))

@@ -22,7 +22,8 @@ one partition**, and partitions stay whole on a worker:
 
 One module per concern, every public name exported here: ``layout`` (partitioning and
 placement), ``metrics`` (exact distributed metrics), ``training`` (both engines, through
-:mod:`gbrank.engines`) and ``prediction``.
+:mod:`gbrank.engines`), ``multi_label`` (several label columns for :func:`gbrank.multi_label`,
+``label_col=[...]``) and ``prediction``.
 
 Data layout: one Dask DataFrame with feature columns, a label column and an integer query-id
 column (``label_col``, ``qid_col``). :func:`from_arrays` builds one from Dask arrays.

@@ -14,18 +14,23 @@ from ..engines import Statistics, is_builtin, reads_position, watched
 from ..engines import dask as dask_engine
 from ..engines import lightgbm as lightgbm_engine
 from ..engines import xgboost as xgboost_engine
+from ..groups import qid_to_sizes
 from .layout import check_partitions, partition_rows, query_sizes, require_frame, require_numeric, stable_partitions
 from .metrics import distributed_metrics
+from .multi_label import KEY_COLUMN, WorkerMultiLabel, bind_frame, check_objective, label_columns, with_query_keys
 
 __all__ = ["train_lightgbm", "train_xgboost"]
 
 
 def _columns(df, label_col, qid_col, weight_col, features, position_col=None):
-    for name in (label_col,) + ((weight_col,) if weight_col else ()) + ((position_col,) if position_col else ()):
+    labels = [label_col] if isinstance(label_col, str) else list(label_col)
+    for name in (*labels,) + ((weight_col,) if weight_col else ()) + ((position_col,) if position_col else ()):
         if name not in df.columns:
             raise ValueError(f"the DataFrame has no column {name!r}; columns: {list(df.columns)}")
     if features is None:
-        features = [c for c in df.columns if c not in (label_col, qid_col, weight_col, position_col)]
+        features = [c for c in df.columns if c not in (*labels, qid_col, weight_col, position_col, KEY_COLUMN)]
+    elif set(features) & set(labels):
+        raise ValueError(f"features name the label column {sorted(set(features) & set(labels))[0]!r}")
     features = list(features)
     if not features:
         raise ValueError("no feature columns")
@@ -43,12 +48,25 @@ def _statistics(df, label_col: str, position_col: str | None) -> Statistics:
     )
 
 
+def _multi_label(df, objective, names, qid_col):
+    """The frame with each row's query key, and the objective each worker trains
+    (:mod:`gbrank.dask.multi_label`)."""
+    bound, offsets = bind_frame(df, objective, names, qid_col)
+    queries = dask.compute(*[dask.delayed(_n_queries)(p) for p in df[qid_col].to_delayed()])
+    starts = np.concatenate(([0], np.cumsum(queries)[:-1])).astype(np.int64)
+    return with_query_keys(df, starts, qid_col), WorkerMultiLabel(bound, offsets)
+
+
+def _n_queries(qid) -> int:
+    return int(qid_to_sizes(qid.to_numpy()).size)
+
+
 def train_lightgbm(
     client,
     df,
     objective: Callable | str,
     *,
-    label_col: str = "label",
+    label_col: str | Sequence[str] = "label",
     qid_col: str = "qid",
     weight_col: str | None = None,
     features: Sequence[str] | None = None,
@@ -68,8 +86,12 @@ def train_lightgbm(
     objective : gbrank objective, callable or str
         A gbrank objective, which each worker calls on its own rows with its own group sizes
         (LightGBM's four-argument form); or ``"lambdarank"`` / ``"rank_xendcg"``.
-    label_col, qid_col : str
-        Names of the label and query-id columns.
+    label_col : str or sequence of str, default="label"
+        The label column; or, for a :func:`gbrank.multi_label` objective (built without
+        labels), its label columns, the first one first: each worker trains its own queries
+        with every column's statistics of the whole frame.
+    qid_col : str
+        Name of the query-id column.
     weight_col : str, optional
         Column of per-row sample weights.
     features : sequence of str, optional
@@ -100,6 +122,8 @@ def train_lightgbm(
     objectives that read them are refused (train them with :func:`train_xgboost`).
     """
     builtin = is_builtin(objective, "lightgbm")
+    names = label_columns(label_col)
+    check_objective(objective, names, "lightgbm")
     lightgbm_engine.check_params(params, objective)
     if not builtin and reads_position(objective):
         raise ValueError(
@@ -121,7 +145,16 @@ def train_lightgbm(
         # LightGBM cannot build a Dataset from an empty partition (e.g. after a filter), and a
         # worker left without rows would fail; drop them, the others stay where they are.
         df = df.partitions[[int(i) for i in np.flatnonzero(rows)]]
-    statistics = None if builtin else _statistics(df, label_col, None)
+    if names is not None:
+        if (params or {}).get("metric", "None") not in ("None", "none", "", None, []):
+            raise ValueError("with several label columns the engine's label holds each row's query key, which "
+                             "LightGBM's metrics would read as labels: drop the metric from params, and score the "
+                             "model with gbrank.dask.evaluate(..., label_col=column) for each label column")
+        params = {**(params or {}), "metric": "None"}
+        df, objective = _multi_label(df, objective, names, qid_col)
+        label_col, statistics = KEY_COLUMN, None
+    else:
+        statistics = None if builtin else _statistics(df, label_col, None)
     return dask_engine.lightgbm_train(
         client,
         df[features],
@@ -140,7 +173,7 @@ def train_xgboost(
     df,
     objective: Callable | str,
     *,
-    label_col: str = "label",
+    label_col: str | Sequence[str] = "label",
     qid_col: str = "qid",
     position_col: str | None = None,
     features: Sequence[str] | None = None,
@@ -158,7 +191,8 @@ def train_xgboost(
     Parameters
     ----------
     client, df, label_col, qid_col, features, num_boost_round
-        As in :func:`train_lightgbm` (no weight column).
+        As in :func:`train_lightgbm` (no weight column). With several label columns the
+        eval sets hold them too and are scored on the first.
     objective : gbrank objective, callable or str
         A gbrank objective, called by each worker on its own DMatrix; or ``"rank:ndcg"``,
         ``"rank:pairwise"``, ``"rank:map"``.
@@ -212,6 +246,8 @@ def train_xgboost(
     df = stable_partitions(df)
     evals = [(stable_partitions(frame), name) for frame, name in evals or []]
     features = _columns(df, label_col, qid_col, None, features, position_col)
+    names = label_columns(label_col)
+    check_objective(objective, names, "xgboost")
     builtin = isinstance(objective, str)
     if not builtin and position_col is None and reads_position(objective):
         raise ValueError(
@@ -224,16 +260,21 @@ def train_xgboost(
         # without feature names, which XGBoost refuses against a model that has them.
         return data.to_dask_array(lengths=True)
 
-    def matrix(frame, position=None):
-        return dask_engine.xgboost_matrix(client, column(frame[features]), column(frame[label_col]),
+    def matrix(frame, label, position=None):
+        return dask_engine.xgboost_matrix(client, column(frame[features]), column(frame[label]),
                                           column(frame[qid_col]), position)
 
     positioned = not builtin and position_col is not None and reads_position(objective)
-    dtrain = matrix(df, column(df[position_col]).astype(np.float32) if positioned else None)
-    watch = [(matrix(frame), name) for frame, name in evals or []]
-    statistics = None if builtin else _statistics(df, label_col, position_col if positioned else None)
+    first = label_col if names is None else names[0]
+    watch = [(matrix(frame, first), name) for frame, name in evals or []]
     # the built-in objective by name, or base_score from the start score of a custom one
     params = xgboost_engine.params(objective, params)
+    if names is not None:
+        df, objective = _multi_label(df, objective, names, qid_col)
+        dtrain, statistics = matrix(df, KEY_COLUMN), None
+    else:
+        dtrain = matrix(df, label_col, column(df[position_col]).astype(np.float32) if positioned else None)
+        statistics = None if builtin else _statistics(df, label_col, position_col if positioned else None)
     metric = distributed_metrics(metrics, **conventions) if watch else None
     callbacks = []
     if early_stopping_rounds is not None:

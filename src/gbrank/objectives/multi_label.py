@@ -31,7 +31,17 @@ The weights are normalised to sum to 1 (per query when given per query). The lab
 are given to the objective, aligned with the training rows; the engines hold only one label,
 which must be the first column (what their metrics and early stopping see): a training set
 whose row count or first label differs is refused with the fix. An ``lgb.cv`` or ``xgb.cv``
-fold therefore fails (its rows are a subset), as does a Dask partition.
+fold therefore fails (its rows are a subset). :mod:`gbrank.dask` trains it on several label
+columns of a Dask frame: each worker trains :meth:`MultiLabel.part`, the objective on its
+own queries with the statistics of all the rows.
+
+Statistics of the whole data
+    What a label's objective reads of the whole data (the label maximum of ERR's gains,
+    :class:`gbrank.engines.Statistics`) is computed per label column (or of the mixed
+    label) from all the rows the objective was given, never from the first column's. The
+    constrained form's NDCG@k of a label is the mean over all queries: on Dask workers the
+    per-query sums are added over the workers (the allreduce of the statistics), so each
+    worker weighs the labels as one machine would.
 """
 
 from __future__ import annotations
@@ -42,7 +52,7 @@ import numpy as np
 from numba import njit
 
 from .._validation import check_float, check_int, check_labels
-from ..engines.statistics import Statistics
+from ..engines.statistics import Statistics, sum_over_workers
 from ._base import RankingObjective
 from ._random import next_uniform, query_keys, query_stream
 
@@ -71,13 +81,15 @@ def draw_labels(scores, offsets, cumulative, keys):
 
 class MultiLabelState(NamedTuple):
     """Per-dataset state: the objective's state of each label column (or of their mix), the
-    per-query weights, the offsets, the label columns and each query's random key."""
+    per-query weights, the offsets, the label columns, each query's random key and the
+    allreduce over workers (None on one machine)."""
 
     inner: tuple
     weights: np.ndarray
     offsets: np.ndarray
     labels: np.ndarray
     keys: np.ndarray
+    reduce: Any = None
 
 
 def _check_columns(labels) -> np.ndarray:
@@ -120,7 +132,7 @@ class MultiLabel(RankingObjective):
     _setting_names = ("objective", "aggregate", "weights", "floors", "k", "penalty", "seed")
 
     def __init__(self, *, objective, labels, aggregate, weights, floors, k, penalty, seed, hess_floor,
-                 hess_scale) -> None:
+                 hess_scale, whole: tuple | None = None) -> None:
         super().__init__(hess_floor=hess_floor, hess_scale=hess_scale)
         if not isinstance(objective, RankingObjective) or isinstance(objective, MultiLabel):
             raise TypeError(f"objective must be a gbrank objective (e.g. gbrank.lambdarank()), got {objective!r}")
@@ -150,12 +162,50 @@ class MultiLabel(RankingObjective):
         # the inner objective decides these
         self.shift_invariant = objective.shift_invariant
         self.ignores_orderless_queries = objective.ignores_orderless_queries
+        #: Statistics of each label column (or of the mix) over all rows, where this
+        #: objective's rows are a part of them (:meth:`part`); None: its rows are all of them.
+        self._whole = whole
 
     def with_labels(self, labels) -> MultiLabel:
         """The same objective bound to the label columns ``labels`` (what :class:`gbrank.Ranker`
         does with a 2-D ``y``)."""
         settings = {name: getattr(self, name) for name in self._setting_names}
-        return MultiLabel(labels=labels, hess_floor=self.hess_floor, hess_scale=self.hess_scale, **settings)
+        return type(self)(labels=labels, hess_floor=self.hess_floor, hess_scale=self.hess_scale, **settings)
+
+    def column_statistics(self, offsets) -> tuple:
+        """The statistics of each label column (for ``aggregate="label"``, of the mixed label)
+        over the bound rows, grouped by ``offsets``: what each label's objective reads of the
+        whole data."""
+        columns = self._mixed(offsets)[:, None] if self.aggregate == "label" else self.labels
+        return tuple(Statistics(label_max=float(np.max(column, initial=0.0))) for column in columns.T)
+
+    def part(self, queries, offsets) -> MultiLabel:
+        """The same objective on the rows of ``queries`` (positions of the queries of
+        ``offsets``, the bound rows' grouping), keeping the statistics of all the rows: what a
+        Dask worker that holds those queries trains.
+
+        Parameters
+        ----------
+        queries : array-like of int
+            The queries, in the order of the worker's rows.
+        offsets : array-like of int
+            Offsets of the queries of all the bound rows.
+        """
+        if self.labels is None:
+            raise ValueError("part() needs an objective bound to its label columns (multi_label(objective, labels))")
+        offsets = np.asarray(offsets, dtype=np.int64)
+        queries = np.asarray(queries, dtype=np.int64)
+        sizes = np.diff(offsets)[queries]
+        rows = np.repeat(offsets[queries], sizes) + (np.arange(sizes.sum()) - np.repeat(np.cumsum(sizes) - sizes, sizes))
+        weights = self.weights[queries] if self.weights.ndim == 2 else self.weights
+        settings = {name: getattr(self, name) for name in self._setting_names}
+        settings["weights"] = weights
+        return type(self)(labels=self.labels[rows], hess_floor=self.hess_floor, hess_scale=self.hess_scale,
+                          whole=self._whole or self.column_statistics(offsets), **settings)
+
+    def _mixed(self, offsets) -> np.ndarray:
+        """The weighted combination of the label columns (``aggregate="label"``)."""
+        return np.einsum("ij,ij->i", self.labels, np.repeat(self._row_weights(offsets), np.diff(offsets), axis=0))
 
     # ----------------------------------------------------------------- per dataset
     def _label_check(self, y_true, offsets):
@@ -170,7 +220,8 @@ class MultiLabel(RankingObjective):
             raise ValueError(
                 f"the training data has {n} rows but the multi-label objective was given {expected} rows of labels: "
                 "give multi_label(labels=...) the label columns of exactly the training rows, in their order "
-                "(lgb.cv / xgb.cv folds and Dask partitions hold other rows and are not supported)"
+                "(lgb.cv / xgb.cv folds hold other rows and are not supported; on Dask, give gbrank.dask's training "
+                "functions the label columns, label_col=[...], and the objective without labels)"
             )
         # the engines hold labels as float32
         differs = np.flatnonzero(labels.astype(np.float32) != self.labels[:, 0].astype(np.float32))
@@ -196,16 +247,17 @@ class MultiLabel(RankingObjective):
     def _prepare(self, labels, offsets, statistics):
         weights = np.ascontiguousarray(self._row_weights(offsets))
         inner = self.objective
-        # each column's state from its own labels, not from the statistics of the first
-        own = Statistics()
+        # each column's state from its own statistics (of all the rows), not from the first's
+        whole = self._whole or self.column_statistics(offsets)
         if self.aggregate == "label":
-            mixed = np.einsum("ij,ij->i", self.labels, np.repeat(weights, np.diff(offsets), axis=0))
-            states = (inner._prepare(inner._label_check(mixed, offsets), offsets, own),)
+            columns = self._mixed(offsets)[:, None]
         else:
-            states = tuple(inner._prepare(inner._label_check(np.ascontiguousarray(column), offsets), offsets, own)
-                           for column in self.labels.T)
+            columns = self.labels
+        states = tuple(inner._prepare(inner._label_check(np.ascontiguousarray(column), offsets), offsets, own)
+                       for column, own in zip(columns.T, whole))
         return MultiLabelState(states, weights, offsets, self.labels,
-                               query_keys(self.seed, np.ascontiguousarray(self.labels[:, 0]), offsets))
+                               query_keys(self.seed, np.ascontiguousarray(self.labels[:, 0]), offsets),
+                               statistics.reduce if statistics is not None else None)
 
     # ----------------------------------------------------------------- per iteration
     def _label_weights(self, state: MultiLabelState, scores) -> np.ndarray:
@@ -214,13 +266,23 @@ class MultiLabel(RankingObjective):
             drawn = draw_labels(scores, state.offsets, np.cumsum(state.weights, axis=1), state.keys)
             return np.eye(state.weights.shape[1])[drawn]
         if self.aggregate == "constrained":
-            from ..metrics.ndcg import ndcg
-
-            sizes = np.diff(state.offsets)
-            boost = np.array([self.penalty * max(0.0, floor - ndcg(column, scores, sizes, self.k))
-                              for floor, column in zip(self.floors, state.labels.T[1:])])
+            boost = self.penalty * np.maximum(0.0, self.floors - self._mean_ndcg(state, scores))
             return state.weights + np.concatenate(([0.0], boost))[None, :]
         return state.weights
+
+    def _mean_ndcg(self, state: MultiLabelState, scores) -> np.ndarray:
+        """NDCG@k of each label after the first, the mean over all queries (over every
+        worker's, with the state's allreduce)."""
+        from ..metrics.ndcg import ndcg
+
+        sizes = np.diff(state.offsets)
+        sums = np.zeros(self.floors.size + 1)
+        sums[-1] = sizes.size
+        if sizes.size:
+            sums[:-1] = [ndcg(np.ascontiguousarray(column), scores, sizes, self.k, per_query=True).sum()
+                         for column in state.labels.T[1:]]
+        sums = sum_over_workers(sums, state.reduce)
+        return sums[:-1] / max(sums[-1], 1.0)
 
     def _grad_hess(self, state: MultiLabelState, scores, grad, hess) -> None:
         inner = self.objective
