@@ -19,6 +19,7 @@ _FIXED = {
     "dask": "gbrank.dask",
     "datasets": "gbrank.datasets",
     "engines": "gbrank.engines",
+    "fit_clicks": "gbrank.click_training:fit_clicks",
     "metrics": "gbrank.metrics",
     "multi_label": "gbrank.objectives.multi_label:multi_label",
     "objectives": "gbrank.objectives",
