@@ -29,7 +29,11 @@ Why a temperature: only :func:`gbrank.pbm_listnet` has scores on the scale of
 optimum but not along the way, and :func:`gbrank.ips_ranknet`'s never are (a pairwise
 logistic loss sets their scale by its own ``sigma``, whatever the relevance). At
 :math:`\tau = 1` the criterion would judge the scale of the scores as much as their order,
-and choose the round at which the scale happens to fit. With :math:`\tau` profiled it is the
+and choose the round at which the scale happens to fit: on a simulated log (lists of 2 to
+60 documents, known propensities) ``ips_ranknet(sigma=4)`` with :math:`\tau` held at 1
+chose 122 and 39 rounds for two seeds, where the profiled criterion chose 5 and 10 (test
+NDCG@10 0.467 and 0.599 against 0.554 and 0.642; the best rounds in hindsight were 7 and 9).
+With :math:`\tau` profiled it is the
 same for :math:`s` and :math:`a s` (any :math:`a > 0`), and for a shift of a query's scores,
 so it measures how well the scores' ordering and spacing explain the held-out clicks, for
 every objective alike. It costs one parameter, fitted on thousands of clicks: no room to
