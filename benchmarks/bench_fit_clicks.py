@@ -62,7 +62,7 @@ def run(setting: str, seed: int, *, sessions: int, max_rounds: int, threads: int
         seconds = time.perf_counter() - start
         held = gbrank.fit_clicks(train.X, clicks, train.group, position=log.position, objective=factory(),
                                  params=params, max_rounds=max_rounds, seed=seed, refit=False)
-        curve = [score(lambda X, k=k: held.booster.predict(X, num_iteration=k)) for k in range(1, max_rounds + 1)]
+        curve = [score(lambda X, k=k, held=held: held.booster.predict(X, num_iteration=k)) for k in range(1, max_rounds + 1)]
         entry = {"setting": setting, "seed": seed, "objective": name, "naive": naive, "ceiling": ceiling,
                  "fit_clicks": score(fit.predict), "best_rounds": fit.best_rounds, "seconds": seconds,
                  "oracle": max(curve), "oracle_rounds": int(np.argmax(curve)) + 1,

@@ -214,23 +214,40 @@ def test_a_fit_pickles_and_predicts_alike(engine, log):
     np.testing.assert_allclose(back.predict(test.X), fit.predict(test.X))
 
 
-def test_the_metric_stops_a_users_own_lightgbm_training(log):
-    lgb = pytest.importorskip("lightgbm")
-    train, test, clicks = log
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_metric_stops_a_users_own_training(engine, log):
+    pytest.importorskip(engine)
+    train, _, clicks = log
     held_q = np.arange(train.group.size) % 5 == 0
     held = np.repeat(held_q, train.group)
     objective = gbrank.pbm_listnet()
-    dtrain = lgb.Dataset(train.X[~held], clicks.clicks[~held], group=train.group[~held_q])
-    dvalid = lgb.Dataset(train.X[held], clicks.clicks[held], group=train.group[held_q], reference=dtrain)
-    metric = HeldOutClickLikelihood(objective, dtrain, clicks.clicks[held], train.group[held_q],
-                                    position=clicks.position[held])
-    booster = lgb.train({"objective": gbrank.engines.with_position(objective, clicks.position[~held]),
-                         "metric": "None", "verbose": -1, "learning_rate": 0.3, "num_threads": 1},
-                        dtrain, 300, valid_sets=[dvalid], feval=metric.lightgbm,
-                        callbacks=[lgb.early_stopping(10, verbose=False)])
-    assert booster.best_iteration == 1 + int(np.argmin(metric.curve))
-    assert len(metric.curve) == booster.best_iteration + 10 < 300
+    bound = gbrank.engines.with_position(objective, clicks.position[~held])
+    if engine == "lightgbm":
+        import lightgbm as lgb
+
+        dtrain = lgb.Dataset(train.X[~held], clicks.clicks[~held], group=train.group[~held_q])
+        dvalid = lgb.Dataset(train.X[held], clicks.clicks[held], group=train.group[held_q], reference=dtrain)
+        metric = HeldOutClickLikelihood(objective, dtrain, clicks.clicks[held], train.group[held_q],
+                                        position=clicks.position[held])
+        booster = lgb.train({"objective": bound, "metric": "None", "verbose": -1, "learning_rate": 0.3,
+                             "num_threads": 1}, dtrain, 300, valid_sets=[dvalid], feval=metric.lightgbm,
+                            callbacks=[lgb.early_stopping(10, verbose=False)])
+        best = booster.best_iteration
+    else:
+        import xgboost as xgb
+
+        dtrain = xgb.DMatrix(train.X[~held], clicks.clicks[~held], group=train.group[~held_q])
+        dvalid = xgb.DMatrix(train.X[held], clicks.clicks[held], group=train.group[held_q])
+        metric = HeldOutClickLikelihood(objective, dtrain, clicks.clicks[held], train.group[held_q],
+                                        position=clicks.position[held])
+        booster = xgb.train({"eta": 0.3, "nthread": 1, "base_score": 0.0, "disable_default_eval_metric": 1},
+                            dtrain, 300, obj=bound, evals=[(dvalid, "held_out")], custom_metric=metric.xgboost,
+                            early_stopping_rounds=10, verbose_eval=False)
+        best = booster.best_iteration + 1
+    assert best == 1 + int(np.argmin(metric.curve))
+    assert len(metric.curve) == best + 10 < 300
     assert len(metric.propensity) == len(metric.curve)
+    np.testing.assert_array_equal(metric.propensity[-1], objective.binding(dtrain).propensity_)
 
 
 # ----------------------------------------------------------------------------- bad input
@@ -276,7 +293,7 @@ def test_bad_input_is_refused_with_the_fix(log):
 
 
 def test_the_metric_refuses_the_training_set(log):
-    X, clicks, group, position = _args(log)
+    _, clicks, group, position = _args(log)
     metric = HeldOutClickLikelihood(gbrank.pbm_listnet(propensity=np.ones(10)), None, clicks[:group[0]], group[:1],
                                     position=position[:group[0]])
     with pytest.raises(ValueError, match="give it only the held-out set"):

@@ -50,7 +50,7 @@ the curve judges each round as the refit would stand there.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -335,7 +335,7 @@ def _split(offsets: np.ndarray, clicks: np.ndarray, position: np.ndarray, held_o
     sizes = np.diff(offsets)
     query_clicks = np.bincount(np.repeat(np.arange(n_queries), sizes), weights=clicks * (position >= 1),
                                minlength=n_queries)
-    n_held = int(round(held_out * n_queries))
+    n_held = round(held_out * n_queries)
     if n_held < 1 or n_held >= n_queries:
         raise ValueError(
             f"held_out={held_out:g} of {n_queries} queries holds out {n_held}: at least one query must be held "
@@ -390,11 +390,10 @@ class ClickFit:
     propensity_: np.ndarray
     held_out_queries: np.ndarray
     refitted: bool
-    _rounds: int = field(repr=False, default=0)
 
     def predict(self, X) -> np.ndarray:
         """Scores (float64) of the rows of ``X`` from the chosen rounds; higher ranks first."""
-        return _engines.predict(self.booster, X, self._rounds)
+        return _engines.predict(self.booster, X, self.best_rounds)
 
 
 def _train(engine: str, params: dict, X, clicks, sizes, objective, position, rounds: int, n_positions: int,
@@ -507,6 +506,8 @@ def fit_clicks(
     if held_out >= 1:
         raise ValueError(f"held_out must be a share of the queries in (0, 1), got {held_out!r}")
     clicks, offsets, position = _check_log(clicks, group, qid, position)
+    if not hasattr(X, "shape"):
+        X = np.asarray(X)
     if X.shape[0] != clicks.size:
         raise ValueError(f"X has {X.shape[0]} rows but clicks has {clicks.size}")
     if objective.mode == "known":
@@ -540,4 +541,4 @@ def fit_clicks(
                  else np.asarray(objective.propensity, dtype=np.float64))
     return ClickFit(booster=booster, engine=engine, objective=objective, best_rounds=best, curve=curve,
                     temperature=np.asarray(metric.temperature), propensity_=theta,
-                    held_out_queries=np.flatnonzero(held_queries), refitted=refit, _rounds=best)
+                    held_out_queries=np.flatnonzero(held_queries), refitted=refit)
