@@ -298,3 +298,12 @@ def test_the_metric_refuses_the_training_set(log):
                                     position=position[:group[0]])
     with pytest.raises(ValueError, match="give it only the held-out set"):
         metric(np.zeros(clicks.size))
+
+
+def test_query_ids_give_the_fit_of_query_sizes(log):
+    X, clicks, group, position = _args(log)
+    by_size = gbrank.fit_clicks(X, clicks, group, position=position, params=THREADS["lightgbm"], max_rounds=5)
+    by_id = gbrank.fit_clicks(X, clicks, qid=np.repeat(np.arange(group.size) * 7 + 3, group), position=position,
+                              params=THREADS["lightgbm"], max_rounds=5)
+    np.testing.assert_array_equal(by_id.curve, by_size.curve)
+    np.testing.assert_array_equal(by_id.held_out_queries, by_size.held_out_queries)
