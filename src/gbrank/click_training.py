@@ -36,8 +36,8 @@ NDCG@10 0.467 and 0.599 against 0.554 and 0.642; the best rounds in hindsight we
 With :math:`\tau` profiled it is the
 same for :math:`s` and :math:`a s` (any :math:`a > 0`), and for a shift of a query's scores,
 so it measures how well the scores' ordering and spacing explain the held-out clicks, for
-every objective alike. It costs one parameter, fitted on thousands of clicks: no room to
-overfit. :math:`\tau \ge 0` keeps a model whose order is reversed from being rewarded for
+every objective alike. It is one parameter fitted on all the held-out clicks, so it adds
+next to no freedom. :math:`\tau \ge 0` keeps a model whose order is reversed from being rewarded for
 it (at :math:`\tau = 0` the scores explain nothing and the position alone is left).
 :math:`\ell` is convex in :math:`\tau` (a log-sum-exp of linear functions), so the profile
 is a one-dimensional convex minimisation.
@@ -45,7 +45,9 @@ is a one-dimensional convex minimisation.
 Rows never shown (position -1) take no part, and a query without clicks contributes nothing.
 The propensities are those of the round's own fit: an estimate moves as boosting goes on,
 and the refit after :math:`k` rounds ends with the estimate made at its round :math:`k`, so
-the curve judges each round as the refit would stand there.
+the curve judges each round as the refit would stand there, scores and estimate together.
+At :math:`k` up to the objective's ``warmup`` the estimate is still the starting one (each
+position's click rate); where the curve chooses such a round, ``propensity_`` is that.
 """
 
 from __future__ import annotations
