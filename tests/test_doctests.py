@@ -26,9 +26,10 @@ METRICS = {
     "gbrank.metrics.engine": ["make_metrics", "lightgbm_feval", "lgbm_ranker_metric", "xgboost_metric"],
 }
 # Modules whose docstrings hold examples besides the factories and metrics.
-OTHERS = ("gbrank._docstrings", "gbrank.ndcg_boost_learner", "gbrank.ranker")
+OTHERS = ("gbrank._docstrings", "gbrank.ndcg_boost_learner", "gbrank.ranker", "gbrank.click_training")
 # The engines (optional dependencies) that a module's examples train or evaluate with.
-ENGINES = {"gbrank.metrics.engine": ("lightgbm", "xgboost"), "gbrank.ranker": ("xgboost",)}
+ENGINES = {"gbrank.metrics.engine": ("lightgbm", "xgboost"), "gbrank.ranker": ("xgboost",),
+           "gbrank.click_training": ("lightgbm",)}
 
 
 def public_callables() -> dict[str, list[str]]:

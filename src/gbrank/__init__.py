@@ -21,6 +21,7 @@ _FIXED = {
     "affine_targets": "gbrank.objectives.affine:affine_targets",
     "cascade_targets": "gbrank.objectives.cascade:cascade_targets",
     "engines": "gbrank.engines",
+    "fit_clicks": "gbrank.click_training:fit_clicks",
     "harvest_propensity": "gbrank.objectives.interventions:harvest_propensity",
     "metrics": "gbrank.metrics",
     "multi_label": "gbrank.objectives.multi_label:multi_label",

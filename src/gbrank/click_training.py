@@ -1,0 +1,546 @@
+r"""The recommended way to learn from clicks: the rounds chosen on held-out clicks.
+
+A click objective with estimated propensities has no relevance labels to early-stop on, and
+its result depends on the number of boosting rounds. :func:`fit_clicks` chooses them on the
+clicks themselves: it holds out a share of the queries, trains on the others for up to
+``max_rounds`` rounds, records after every round the held-out queries' click likelihood
+under the position-based model (:func:`click_likelihood`), takes the round that minimises
+it, and refits on every query for that many rounds.
+
+The criterion
+-------------
+Under the position-based model a click on the shown document :math:`i` of query :math:`q`
+has :math:`E[c_i] \propto \theta_{p_i} \gamma_i`. Given the number :math:`C_q` of the
+query's clicks, they are multinomial over its shown documents, with
+
+.. math::
+
+    \pi_i(\tau) = \frac{\theta_{p_i} e^{\tau s_i}}{\sum_{j \in q} \theta_{p_j} e^{\tau s_j}},
+    \qquad
+    \ell(\tau) = -\frac{1}{\sum_q C_q} \sum_q \sum_{i \in q} c_i \log \pi_i(\tau),
+
+the relevance :math:`\gamma_i \propto e^{\tau s_i}` given by the model's scores :math:`s`
+and the propensities :math:`\theta` the fit estimated (or were given). The criterion is
+:math:`\min_{\tau \ge 0} \ell(\tau)`: the temperature :math:`\tau` is profiled, one scalar
+fitted on the held-out clicks at every round.
+
+Why a temperature: only :func:`gbrank.pbm_listnet` has scores on the scale of
+:math:`\log \gamma` (it maximises this likelihood); :func:`gbrank.ips_listnet`'s are at its
+optimum but not along the way, and :func:`gbrank.ips_ranknet`'s never are (a pairwise
+logistic loss sets their scale by its own ``sigma``, whatever the relevance). At
+:math:`\tau = 1` the criterion would judge the scale of the scores as much as their order,
+and choose the round at which the scale happens to fit: on a simulated log (lists of 2 to
+60 documents, known propensities) ``ips_ranknet(sigma=4)`` with :math:`\tau` held at 1
+chose 122 and 39 rounds for two seeds, where the profiled criterion chose 5 and 10 (test
+NDCG@10 0.467 and 0.599 against 0.554 and 0.642; the best rounds in hindsight were 7 and 9).
+With :math:`\tau` profiled it is the
+same for :math:`s` and :math:`a s` (any :math:`a > 0`), and for a shift of a query's scores,
+so it measures how well the scores' ordering and spacing explain the held-out clicks, for
+every objective alike. It is one parameter fitted on all the held-out clicks, so it adds
+next to no freedom. :math:`\tau \ge 0` keeps a model whose order is reversed from being rewarded for
+it (at :math:`\tau = 0` the scores explain nothing and the position alone is left).
+:math:`\ell` is convex in :math:`\tau` (a log-sum-exp of linear functions), so the profile
+is a one-dimensional convex minimisation.
+
+Rows never shown (position -1) take no part, and a query without clicks contributes nothing.
+The propensities are those of the round's own fit: an estimate moves as boosting goes on,
+and the refit after :math:`k` rounds ends with the estimate made at its round :math:`k`, so
+the curve judges each round as the refit would stand there, scores and estimate together.
+At :math:`k` up to the objective's ``warmup`` the estimate is still the starting one (each
+position's click rate); where the curve chooses such a round, ``propensity_`` is that.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from . import engines as _engines
+from ._validation import check_float, check_int
+from .engines.statistics import Statistics
+from .groups import group_offsets
+
+__all__ = ["ClickFit", "HeldOutClickLikelihood", "click_likelihood", "fit_clicks"]
+
+#: The name under which the engines report the held-out criterion.
+METRIC_NAME = "click_nll"
+
+# profiling the temperature: a root of the derivative to this relative tolerance
+_TAU_ITERATIONS = 200
+_TAU_TOLERANCE = 1e-10
+
+
+def _default_objective():
+    from .objectives import ips_ranknet
+
+    return ips_ranknet()
+
+
+# ----------------------------------------------------------------------------- the criterion
+class _HeldOut:
+    """The held-out clicks of the shown rows, per query, ready to score."""
+
+    def __init__(self, clicks: np.ndarray, offsets: np.ndarray, position: np.ndarray) -> None:
+        shown = position >= 1
+        sizes = np.diff(offsets)
+        query = np.repeat(np.arange(sizes.size), sizes)
+        self.n_rows = clicks.size
+        self.shown = np.flatnonzero(shown)
+        self.query = query[shown]
+        self.n_queries = sizes.size
+        self.clicks = clicks[shown]
+        self.position = position[shown]
+        self.query_clicks = np.bincount(self.query, weights=self.clicks, minlength=self.n_queries)
+        self.total = float(self.query_clicks.sum())
+
+    def _moments(self, s: np.ndarray, tau: float, log_theta: np.ndarray):
+        """Per row the log of pi(tau); the derivative and the curvature of the summed loss."""
+        z = tau * s + log_theta
+        top = np.full(self.n_queries, -np.inf)
+        np.maximum.at(top, self.query, z)
+        e = np.exp(z - top[self.query])
+        norm = np.bincount(self.query, weights=e, minlength=self.n_queries)
+        pi = e / norm[self.query]
+        log_pi = z - top[self.query] - np.log(norm[self.query])
+        mean = np.bincount(self.query, weights=pi * s, minlength=self.n_queries)
+        second = np.bincount(self.query, weights=pi * s * s, minlength=self.n_queries)
+        grad = float(np.sum(self.query_clicks * mean) - np.sum(self.clicks * s))
+        curvature = float(np.sum(self.query_clicks * (second - mean * mean)))
+        return log_pi, grad, curvature
+
+    def loss(self, scores: np.ndarray, theta: np.ndarray, tau: float | None) -> tuple[float, float]:
+        """The criterion (per click) and the temperature it was taken at: ``tau`` if given,
+        else the profiled one."""
+        s = np.asarray(scores, dtype=np.float64)[self.shown]
+        if not np.isfinite(s).all():
+            raise ValueError("the scores of the held-out rows are not all finite")
+        log_theta = np.log(theta[self.position - 1])
+        if tau is None:
+            tau = self._profile(s, log_theta)
+        log_pi, _, _ = self._moments(s, tau, log_theta)
+        return -float(np.sum(self.clicks * log_pi)) / self.total, tau
+
+    def _profile(self, s: np.ndarray, log_theta: np.ndarray) -> float:
+        # the loss is convex in tau, so its derivative is increasing: a safeguarded Newton
+        # search for its root within a bracket [lo, hi] that always holds it
+        _, grad, _ = self._moments(s, 0.0, log_theta)
+        if grad >= 0:
+            return 0.0  # the scores explain the clicks no better than the positions alone
+        lo, hi = 0.0, 1.0 / max(float(np.std(s)), 1e-12)
+        for _ in range(_TAU_ITERATIONS):
+            _, grad, _ = self._moments(s, hi, log_theta)
+            if grad >= 0:
+                break
+            lo, hi = hi, 2.0 * hi
+        else:
+            return hi  # the scores separate the clicks perfectly: the loss falls without end
+        tau = 0.5 * (lo + hi)
+        for _ in range(_TAU_ITERATIONS):
+            _, grad, curvature = self._moments(s, tau, log_theta)
+            if grad > 0:
+                hi = tau
+            else:
+                lo = tau
+            step = tau - grad / curvature if curvature > 0 else np.nan
+            tau = step if lo < step < hi else 0.5 * (lo + hi)
+            if hi - lo <= _TAU_TOLERANCE * hi or abs(grad) <= _TAU_TOLERANCE * self.total:
+                break
+        return float(tau)
+
+
+def _check_theta(propensity, max_position: int) -> np.ndarray:
+    theta = np.asarray(propensity, dtype=np.float64)
+    if theta.ndim != 1 or theta.size < max_position:
+        raise ValueError(
+            f"propensity has {theta.size} values but a shown row is at position {max_position}: give one "
+            "propensity per position, up to the deepest one shown"
+        )
+    if not (np.isfinite(theta[:max_position]).all() and (theta[:max_position] > 0).all()):
+        raise ValueError("propensities must be finite and > 0 at every shown position")
+    return theta
+
+
+def click_likelihood(scores, clicks, group=None, *, qid=None, position, propensity,
+                     temperature: float | None = None) -> tuple[float, float]:
+    r"""Held-out click likelihood under the position-based model, per click.
+
+    .. math::
+
+        \min_{\tau \ge 0} -\frac{1}{\sum_i c_i} \sum_q \sum_{i \in q} c_i
+        \log \frac{\theta_{p_i} e^{\tau s_i}}{\sum_{j \in q} \theta_{p_j} e^{\tau s_j}}
+
+    over the shown rows (see :mod:`gbrank.click_training` for why the temperature
+    :math:`\tau` is profiled). Lower is better.
+
+    Parameters
+    ----------
+    scores : array-like of shape (n_rows,)
+        The model's scores.
+    clicks : array-like of shape (n_rows,)
+        Clicks per row (counts or 0/1).
+    group : array-like of int, optional
+        Query sizes (or ``qid``: a query id per row, rows of a query together).
+    qid : array-like, optional
+    position : array-like of int, shape (n_rows,)
+        Display position per row, 1 at the top, -1 if never shown.
+    propensity : array-like
+        :math:`\theta_1, \theta_2, \dots`, one per position up to the deepest shown.
+    temperature : float, optional
+        Hold :math:`\tau` at this value instead of profiling it (1: the scores as
+        log-relevances, as :func:`gbrank.pbm_listnet` fits them).
+
+    Returns
+    -------
+    loss, temperature : float, float
+        The criterion and the :math:`\tau` it was taken at.
+    """
+    clicks, offsets, position = _check_log(clicks, group, qid, position)
+    held = _HeldOut(clicks, offsets, position)
+    if held.total == 0:
+        raise ValueError("no shown row has a click: the click likelihood needs clicks")
+    theta = _check_theta(propensity, int(position.max()))
+    tau = check_float("temperature", temperature, min=0.0, optional=True)
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.shape != clicks.shape:
+        raise ValueError(f"scores has shape {scores.shape} but there are {clicks.size} rows")
+    return held.loss(scores, theta, tau)
+
+
+class HeldOutClickLikelihood:
+    r"""The held-out click likelihood (:func:`click_likelihood`) as an engine metric.
+
+    For ``lgb.train(feval=metric.lightgbm, valid_sets=[held_out_set])`` or
+    ``xgb.train(custom_metric=metric.xgboost, evals=[(held_out_dmatrix, "held_out")])``:
+    after every round it scores the held-out rows with the propensities the objective's fit
+    on ``train_set`` holds at that round (its binding's ``propensity_``; known ones as
+    given), profiles the temperature, and reports ``click_nll`` (lower is better), which
+    the engines' early stopping can watch. It records each round's value (``curve``), its
+    temperature and, for an estimate, the propensities.
+
+    Parameters
+    ----------
+    objective : gbrank click objective
+        The objective being trained (the one given to :func:`gbrank.engines.with_position`).
+    train_set : lightgbm.Dataset or xgboost.DMatrix
+        The training set it is trained on.
+    clicks, group, position
+        The held-out rows' clicks, query sizes and display positions (-1: never shown), in
+        the held-out set's row order.
+    """
+
+    def __init__(self, objective, train_set, clicks, group, *, position) -> None:
+        _check_objective(objective)
+        clicks, offsets, position = _check_log(clicks, group, None, position)
+        self.objective = objective
+        self.train_set = train_set
+        self._held = _HeldOut(clicks, offsets, position)
+        if self._held.total == 0:
+            raise ValueError("the held-out rows have no click on a shown row: hold out queries with clicks")
+        self._deepest = int(position.max())
+        self.curve: list[float] = []
+        self.temperature: list[float] = []
+        self.propensity: list[np.ndarray] = []
+
+    def _theta(self) -> np.ndarray:
+        if self.objective.mode == "known":
+            return _check_theta(self.objective.propensity, self._deepest)
+        theta = self.objective.binding(self.train_set).propensity_
+        if theta.size < self._deepest:
+            raise ValueError(
+                f"the propensity estimate covers positions 1..{theta.size} and a held-out row is at position "
+                f"{self._deepest}: train with gbrank.engines.PositionedObjective(objective, position, "
+                "gbrank.engines.Statistics(n_positions=<deepest position of all rows>))"
+            )
+        return theta
+
+    def __call__(self, scores) -> float:
+        scores = np.asarray(scores, dtype=np.float64).ravel()
+        if scores.size != self._held.n_rows:
+            raise ValueError(
+                f"the metric got {scores.size} scores for {self._held.n_rows} held-out rows: give it only "
+                "the held-out set (valid_sets / evals), not the training set"
+            )
+        theta = self._theta()
+        value, tau = self._held.loss(scores, theta, None)
+        self.curve.append(value)
+        self.temperature.append(tau)
+        if self.objective.mode == "estimate":
+            self.propensity.append(theta.copy())
+        return value
+
+    def lightgbm(self, preds, data):
+        """LightGBM ``feval``: ``("click_nll", value, False)``."""
+        return METRIC_NAME, self(preds), False
+
+    def xgboost(self, predt, dmat):
+        """XGBoost ``custom_metric``: ``("click_nll", value)`` (minimise it)."""
+        return METRIC_NAME, self(predt)
+
+
+# ----------------------------------------------------------------------------- inputs
+def _check_log(clicks, group, qid, position):
+    clicks = np.asarray(clicks, dtype=np.float64)
+    if clicks.ndim != 1:
+        raise ValueError(f"clicks must be 1-d, one value per row, got shape {clicks.shape}")
+    offsets = group_offsets(clicks.size, group=group, qid=qid)
+    bad = ~np.isfinite(clicks) | (clicks < 0)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"clicks[{row}] = {clicks[row]!r}: clicks must be finite counts >= 0")
+    if position is None:
+        raise ValueError(
+            "position is required: the display position of every row (1 = top, -1 = never shown), "
+            "which the click likelihood and the propensities are about"
+        )
+    position = _engines.positions.check(position, clicks.size, offsets)
+    unseen = (position == -1) & (clicks > 0)
+    if unseen.any():
+        row = int(np.flatnonzero(unseen)[0])
+        q = int(np.searchsorted(offsets, row, side="right") - 1)
+        raise ValueError(
+            f"row {row} (query {q}) has {clicks[row]:g} clicks but position -1 (never shown): a document "
+            "that was not shown cannot be clicked; give its display position"
+        )
+    sizes = np.diff(offsets)
+    shown = np.bincount(np.repeat(np.arange(sizes.size), sizes), weights=position >= 1, minlength=sizes.size)
+    if (shown == 0).any():
+        q = int(np.flatnonzero(shown == 0)[0])
+        raise ValueError(
+            f"query {q} (rows {int(offsets[q])}..{int(offsets[q + 1]) - 1}) has no shown row (every position "
+            "is -1): it holds no click information; drop it, or give its display positions"
+        )
+    return clicks, offsets, position
+
+
+def _check_objective(objective) -> None:
+    from .objectives.propensity import ClickObjective
+
+    if not isinstance(objective, ClickObjective):
+        raise TypeError(
+            f"objective must be a gbrank click objective (gbrank.ips_ranknet(), gbrank.ips_listnet(), "
+            f"gbrank.pbm_listnet()), got {objective!r}"
+        )
+    if objective.mode == "weighted_labels":
+        raise ValueError(
+            f"{objective.factory}(propensity=None) reads no positions and holds no propensities, which the "
+            "held-out click likelihood needs: use propensity='estimate' or the known propensities"
+        )
+
+
+def _split(offsets: np.ndarray, clicks: np.ndarray, position: np.ndarray, held_out: float,
+           seed: int | None) -> np.ndarray:
+    """The held-out queries, a mask: ``held_out`` of them at random, each with clicks on
+    both sides."""
+    n_queries = offsets.size - 1
+    sizes = np.diff(offsets)
+    query_clicks = np.bincount(np.repeat(np.arange(n_queries), sizes), weights=clicks * (position >= 1),
+                               minlength=n_queries)
+    n_held = round(held_out * n_queries)
+    if n_held < 1 or n_held >= n_queries:
+        raise ValueError(
+            f"held_out={held_out:g} of {n_queries} queries holds out {n_held}: at least one query must be held "
+            "out and one trained on; give more queries or change held_out"
+        )
+    held = np.zeros(n_queries, dtype=bool)
+    held[np.random.default_rng(seed).choice(n_queries, n_held, replace=False)] = True
+    for side, name in ((held, "held-out"), (~held, "training")):
+        if query_clicks[side].sum() == 0:
+            raise ValueError(
+                f"the {name} queries have no click (held_out={held_out:g}, seed={seed}): give more queries with "
+                "clicks, or change held_out or seed"
+            )
+    return held
+
+
+# ----------------------------------------------------------------------------- training
+@dataclass
+class ClickFit:
+    """A click objective's model, its rounds chosen on held-out clicks (:func:`fit_clicks`).
+
+    Attributes
+    ----------
+    booster : lightgbm.Booster or xgboost.Booster
+        The model: refitted on every query for ``best_rounds`` rounds, or (``refit=False``)
+        the held-out fit, of which ``predict`` uses the first ``best_rounds`` rounds.
+    engine : str
+        ``"lightgbm"`` or ``"xgboost"``.
+    objective : gbrank click objective
+        The objective trained.
+    best_rounds : int
+        The number of rounds that minimises ``curve``.
+    curve : ndarray of shape (max_rounds,)
+        The held-out click likelihood per click after rounds 1, 2, ..., max_rounds.
+    temperature : ndarray of shape (max_rounds,)
+        The temperature profiled at each round.
+    propensity_ : ndarray
+        The propensities the model ends with: the refit's estimate (the held-out fit's at
+        ``best_rounds`` without refit), or the known ones.
+    held_out_queries : ndarray of int
+        The held-out queries' indices.
+    refitted : bool
+        Whether ``booster`` was refitted on every query.
+    """
+
+    booster: Any
+    engine: str
+    objective: Any
+    best_rounds: int
+    curve: np.ndarray
+    temperature: np.ndarray
+    propensity_: np.ndarray
+    held_out_queries: np.ndarray
+    refitted: bool
+
+    def predict(self, X) -> np.ndarray:
+        """Scores (float64) of the rows of ``X`` from the chosen rounds; higher ranks first."""
+        return _engines.predict(self.booster, X, self.best_rounds)
+
+
+def _train(engine: str, params: dict, X, clicks, sizes, objective, position, rounds: int, n_positions: int,
+           metric: tuple | None = None):
+    """Train ``rounds`` rounds; returns the booster and the training set (whose binding holds
+    the estimate). ``metric``: (held-out X, clicks, sizes, the metric object)."""
+    bound = _engines.PositionedObjective(objective, position, Statistics(n_positions=n_positions))
+    if engine == "lightgbm":
+        from .engines import lightgbm as lgb_engine
+
+        dtrain = lgb_engine.dataset(X, clicks, sizes, params=params, free_raw_data=False)
+        valid, feval = [], None
+        if metric is not None:
+            Xh, ch, gh, evaluate = metric
+            evaluate.train_set = dtrain
+            valid, feval = [lgb_engine.dataset(Xh, ch, gh, params=params, reference=dtrain)], evaluate.lightgbm
+        booster, _ = lgb_engine.train(params, dtrain, bound, num_boost_round=rounds, valid=valid,
+                                      valid_names=["held_out"] * len(valid), feval=feval)
+        return booster, dtrain
+    from .engines import xgboost as xgb_engine
+
+    dtrain = xgb_engine.dmatrix(X, clicks, sizes)
+    evals, custom = [], None
+    if metric is not None:
+        Xh, ch, gh, evaluate = metric
+        evaluate.train_set = dtrain
+        evals, custom = [(xgb_engine.dmatrix(Xh, ch, gh), "held_out")], evaluate.xgboost
+    booster, _ = xgb_engine.train(params, dtrain, bound, num_boost_round=rounds, evals=evals, custom_metric=custom)
+    return booster, dtrain
+
+
+def fit_clicks(
+    X,
+    clicks,
+    group=None,
+    *,
+    qid=None,
+    position,
+    objective=None,
+    engine: Literal["lightgbm", "xgboost"] = "lightgbm",
+    params: dict | None = None,
+    max_rounds: int = 300,
+    held_out: float = 0.2,
+    seed: int | None = 0,
+    refit: bool = True,
+) -> ClickFit:
+    r"""Train a click objective, its number of rounds chosen on held-out clicks.
+
+    The recommended procedure for learning to rank from a click log without relevance
+    labels: ``held_out`` of the queries (at random, with ``seed``) are held out, the
+    objective is trained on the others for ``max_rounds`` rounds, the held-out queries'
+    click likelihood under the position-based model (:func:`click_likelihood`, with the
+    temperature profiled and the propensities of each round's fit) is recorded after
+    every round, the round that minimises it is chosen, and the objective is trained
+    afresh on every query for that many rounds (its propensities estimated afresh).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_rows, n_features)
+        Features (an array, a DataFrame or a sparse matrix, as the engine takes it).
+    clicks : array-like of shape (n_rows,)
+        Clicks per row: counts over the sessions, or 0/1.
+    group : array-like of int, optional
+        Query sizes, the rows of each query together (or ``qid``).
+    qid : array-like, optional
+        A query id per row, the rows of each query together.
+    position : array-like of int, shape (n_rows,)
+        The display position of each row, 1 at the top; -1 for a row logged but never shown
+        (no clicks; it takes no part in the loss or the criterion).
+    objective : gbrank click objective, optional
+        Default ``gbrank.ips_ranknet()`` (propensities estimated): of the click objectives
+        the one that closed the most of the gap between raw clicks and true labels, and
+        the least unevenly, on simulated logs with list lengths of 2 to 111 documents,
+        every one or the top 10 shown (see the page on learning from clicks). Known
+        propensities are used as given, in the loss and in the criterion.
+    engine : {"lightgbm", "xgboost"}, default="lightgbm"
+    params : dict, optional
+        The engine's parameters (``lgb.train``'s or ``xgb.train``'s), e.g. the learning
+        rate; ``{"verbose": -1}`` is added for LightGBM unless given.
+    max_rounds : int, default=300
+        Rounds of the held-out fit: the longest model considered.
+    held_out : float, default=0.2
+        Share of the queries held out to choose the rounds.
+    seed : int or None, default=0
+        Seed of the choice of held-out queries.
+    refit : bool, default=True
+        Refit on every query for the chosen rounds (else keep the held-out fit, cut at them).
+
+    Returns
+    -------
+    ClickFit
+        ``booster``, ``best_rounds``, ``curve``, ``propensity_`` and ``predict(X)``.
+
+    Examples
+    --------
+    >>> import gbrank
+    >>> from gbrank.datasets import make_ranking, simulate_clicks
+    >>> data = make_ranking(200, (5, 30), 10, seed=0)
+    >>> log = simulate_clicks(data.y, data.group, X=data.X, sessions_per_query=50, top_k=10, seed=0)
+    >>> fit = gbrank.fit_clicks(data.X, log.clicks, data.group, position=log.position, max_rounds=40)
+    >>> 1 <= fit.best_rounds <= 40 and fit.curve.shape == (40,)
+    True
+    """
+    if engine not in ("lightgbm", "xgboost"):
+        raise ValueError(f"engine must be 'lightgbm' or 'xgboost', got {engine!r}")
+    objective = _default_objective() if objective is None else objective
+    _check_objective(objective)
+    max_rounds = check_int("max_rounds", max_rounds, min=1)
+    held_out = check_float("held_out", held_out, min=0.0, strict=True)
+    if held_out >= 1:
+        raise ValueError(f"held_out must be a share of the queries in (0, 1), got {held_out!r}")
+    clicks, offsets, position = _check_log(clicks, group, qid, position)
+    if not hasattr(X, "shape"):
+        X = np.asarray(X)
+    if X.shape[0] != clicks.size:
+        raise ValueError(f"X has {X.shape[0]} rows but clicks has {clicks.size}")
+    if objective.mode == "known":
+        _check_theta(objective.propensity, int(position.max()))
+    params = dict(params or {})
+    if engine == "lightgbm":
+        params.setdefault("verbose", -1)
+    sizes = np.diff(offsets)
+    held_queries = _split(offsets, clicks, position, held_out, seed)
+    held_rows = np.repeat(held_queries, sizes)
+    fit_rows = np.flatnonzero(~held_rows)
+    rows = np.flatnonzero(held_rows)
+    n_positions = int(position.max())
+    take = (lambda idx: X.iloc[idx]) if hasattr(X, "iloc") else (lambda idx: X[idx])
+
+    # each fit's estimate lives in the binding of its own training set: one objective serves both
+    metric = HeldOutClickLikelihood(objective, None, clicks[rows], sizes[held_queries], position=position[rows])
+    booster, _ = _train(engine, params, take(fit_rows), clicks[fit_rows], sizes[~held_queries], objective,
+                        position[fit_rows], max_rounds, n_positions,
+                        metric=(take(rows), clicks[rows], sizes[held_queries], metric))
+    curve = np.asarray(metric.curve)
+    if curve.size != max_rounds:
+        raise RuntimeError(f"the held-out criterion was recorded {curve.size} times in {max_rounds} rounds")
+    best = int(np.argmin(curve)) + 1
+    if refit:
+        booster, dtrain = _train(engine, params, X, clicks, sizes, objective, position, best, n_positions)
+        theta = (objective.binding(dtrain).propensity_ if objective.mode == "estimate"
+                 else np.asarray(objective.propensity, dtype=np.float64))
+    else:
+        theta = (metric.propensity[best - 1] if objective.mode == "estimate"
+                 else np.asarray(objective.propensity, dtype=np.float64))
+    return ClickFit(booster=booster, engine=engine, objective=objective, best_rounds=best, curve=curve,
+                    temperature=np.asarray(metric.temperature), propensity_=theta,
+                    held_out_queries=np.flatnonzero(held_queries), refitted=refit)
