@@ -4,6 +4,7 @@ numbers an uninterrupted benchmark gives."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -49,6 +50,11 @@ def _interrupt_after(runs: int, out: Path) -> tuple[int, str, str]:
     """Start the benchmark, send SIGINT once ``runs`` progress lines are out, and wait."""
     process = subprocess.Popen(_command("--out", str(out)), cwd=ROOT, env=_environ(), stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
+    # On a loaded machine this reader may lag so far behind that the benchmark finishes before
+    # the signal comes. A one-page pipe (about 40 progress lines, of PLANNED = 60) makes the
+    # benchmark wait for the reader, so the signal always finds it running.
+    if hasattr(fcntl, "F_SETPIPE_SZ"):
+        fcntl.fcntl(process.stderr.fileno(), fcntl.F_SETPIPE_SZ, 4096)
     seen, err = 0, []
     try:
         for line in process.stderr:
