@@ -523,6 +523,17 @@ def gbrank_early_stopped(factory):
     return fit
 
 
+def recommended(objective=None):
+    """The library's recommended procedure, :func:`gbrank.fit_clicks` (its default objective
+    unless one is given), with the world's parameters and the early-stopped methods' budget."""
+    def fit(d: ClickTrain):
+        model = gbrank.fit_clicks(d.X, d.clicks, d.group, position=d.position, params=d.params,
+                                  objective=None if objective is None else objective(),
+                                  max_rounds=d.max_rounds, seed=d.seed)
+        return model.predict, model.best_rounds
+    return fit
+
+
 def _gains(d: ClickTrain) -> dict:
     return {**d.params, "label_gain": list(range(int(d.clicks.max()) + 1))}
 
@@ -555,6 +566,8 @@ def xgb_unbiased(d: ClickTrain):
 #: The methods ``--worlds`` compares: name -> fit(ClickTrain) returning (a function scoring a
 #: feature matrix, the rounds trained). One entry adds a method to every world.
 WORLD_METHODS = {
+    "fit_clicks": recommended(),
+    "fit_clicks(pbm_listnet)": recommended(gbrank.pbm_listnet),
     "ips_listnet": gbrank_fixed(gbrank.ips_listnet),
     "ips_listnet-es": gbrank_early_stopped(gbrank.ips_listnet),
     "ips_ranknet": gbrank_fixed(functools.partial(gbrank.ips_ranknet, weighting="dcg")),

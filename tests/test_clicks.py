@@ -425,3 +425,29 @@ def test_ranker_passes_the_positions_to_the_objective(click_data, name, engine):
         with pytest.warns(UserWarning, match="row order"):
             by_rows = gbrank.Ranker(make(propensity=log.theta), **settings).fit(X, clicks, group=group)
         np.testing.assert_array_equal(by_rows.predict(X), model.predict(X))
+
+
+@pytest.mark.parametrize("factory", [gbrank.ips_listnet, gbrank.ips_ranknet, gbrank.pbm_listnet])
+@pytest.mark.parametrize("curve", ["free", "monotone"])
+def test_a_position_nobody_clicked_counts_as_never_shown(factory, curve):
+    # rows below a fold: shown and logged with their positions, never examined, never clicked.
+    # Counted as examined they would be pushed down as irrelevant; the estimate finds no
+    # examination there, so they take no part, exactly as rows never shown.
+    d = make_ranking(40, (12, 12), 5, seed=2)
+    log = simulate_clicks(d.y, d.group, X=d.X, sessions_per_query=30, top_k=12, fold=8, seed=1)
+    below = log.position > 8
+    assert below.any() and log.clicks[below].sum() == 0
+    hidden = np.where(below, -1, log.position)
+    scores = np.random.default_rng(0).normal(size=d.y.size)
+    obj = factory(propensity_model=curve)
+    g, h = obj.grad_hess(log.clicks, scores, d.group, position=log.position)
+    g_hidden, h_hidden = obj.grad_hess(log.clicks, scores, d.group, position=hidden)
+    np.testing.assert_allclose(g, g_hidden, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(h, h_hidden, rtol=1e-12, atol=1e-15)
+    assert not g[below].any()
+    assert obj.loss(log.clicks, scores, d.group, position=log.position) == pytest.approx(
+        obj.loss(log.clicks, scores, d.group, position=hidden), rel=1e-12)
+    # known propensities say what is examined: the rows there still count
+    known = factory(propensity=np.r_[1 / np.arange(1, 9), np.full(4, 0.05)])
+    g_known, _ = known.grad_hess(log.clicks, scores, d.group, position=log.position)
+    assert g_known[below].any()

@@ -55,6 +55,11 @@ the features explain (a logging ranker built on the same features) cannot be tol
 relevance, and the estimate leans towards the propensities it was trained with. This needs a
 deterministic logging policy (one position per document).
 
+A position without a click in the whole log (with ``propensity_model="monotone"``, one the
+curve pools to none) is estimated unexamined: its rows take no part in the loss, as rows
+never shown (counted in, they would pass for examined and irrelevant, as rows below a fold
+that nobody scrolls to). Its ``propensity_`` stays 1, a value nothing reads.
+
 ``propensity_model`` restricts the curve :math:`\theta` may take in the update above
 (:mod:`gbrank.objectives.propensity_models`: one value per position, a non-increasing
 curve, or a power law). :mod:`gbrank.objectives.propensity_trust` bounds the estimate by a
@@ -383,11 +388,7 @@ class ClickObjective(RankingObjective):
         known = self.propensity.size if self.mode == "known" else None
         pos = check_positions(position, clicks, offsets, known)
         state = {"offsets": offsets, "clicks": clicks, "position": pos, "shown": None}
-        if (pos == -1).any():
-            shown = pos >= 1
-            sizes = np.diff(offsets)
-            per_query = np.bincount(np.repeat(np.arange(sizes.size), sizes)[shown], minlength=sizes.size)
-            state.update(shown=np.flatnonzero(shown), shown_offsets=np.concatenate(([0], np.cumsum(per_query))))
+        shown = pos >= 1
         if self.mode == "known":
             theta = self.propensity
         else:
@@ -401,8 +402,17 @@ class ClickObjective(RankingObjective):
             # position relative to its query's clicks
             theta = estimate_propensity(np.zeros(clicks.shape[0]), clicks, pos, offsets, n_positions, reduce=reduce,
                                         model=self.propensity_model)
-            theta = np.maximum(np.where(np.isnan(theta), 1.0, theta), _MIN_PROPENSITY)
+            # A position without a click in the whole log (for "monotone", pooled to none) is
+            # estimated unexamined, so its rows take no part, as rows never shown: kept in, they
+            # would count as examined and irrelevant (rows below a fold nobody scrolls to).
+            unexamined = np.isnan(theta)
+            shown &= ~unexamined[np.maximum(pos, 1) - 1]
+            theta = np.maximum(np.where(unexamined, 1.0, theta), _MIN_PROPENSITY)
             state["fit"] = _Fit(theta)
+        if not shown.all():
+            sizes = np.diff(offsets)
+            per_query = np.bincount(np.repeat(np.arange(sizes.size), sizes)[shown], minlength=sizes.size)
+            state.update(shown=np.flatnonzero(shown), shown_offsets=np.concatenate(([0], np.cumsum(per_query))))
         self._set_weights(state, theta)
         return state
 
