@@ -451,3 +451,22 @@ def test_a_position_nobody_clicked_counts_as_never_shown(factory, curve):
     known = factory(propensity=np.r_[1 / np.arange(1, 9), np.full(4, 0.05)])
     g_known, _ = known.grad_hess(log.clicks, scores, d.group, position=log.position)
     assert g_known[below].any()
+
+
+def test_a_clickless_position_with_few_rows_takes_the_estimate_above_it():
+    # one long list among short ones: its deep positions have a row each and no click, which
+    # says nothing of their examination (about one click expected there if examined)
+    rng = np.random.default_rng(3)
+    sizes = np.r_[np.full(30, 8), 12]
+    position = np.concatenate([np.arange(1, s + 1) for s in sizes])
+    clicks = np.where(position <= 8, rng.poisson(8.0 / position), 0).astype(np.float64)
+    assert clicks[position == 8].sum() / 31 < 3
+    scores = rng.normal(size=position.size)
+    for factory in (gbrank.ips_listnet, gbrank.pbm_listnet):
+        obj = factory()
+        g, _ = obj.grad_hess(clicks, scores, sizes, position=position)
+        assert g[position > 8].all(), "the deep rows take part"
+        binding = obj.bind(clicks, sizes, position=position)
+        binding.grad_hess(scores)
+        theta = binding.propensity_
+        np.testing.assert_allclose(theta[8:], theta[7])

@@ -56,9 +56,12 @@ relevance, and the estimate leans towards the propensities it was trained with. 
 deterministic logging policy (one position per document).
 
 A position without a click in the whole log (with ``propensity_model="monotone"``, one the
-curve pools to none) is estimated unexamined: its rows take no part in the loss, as rows
-never shown (counted in, they would pass for examined and irrelevant, as rows below a fold
-that nobody scrolls to). Its ``propensity_`` stays 1, a value nothing reads.
+curve pools to none) is estimated unexamined when, examined as often per row as the deepest
+clicked position above it, it would have had 3 clicks or more: its rows take no part in the
+loss, as rows never shown (counted in, they would pass for examined and irrelevant, as rows
+below a fold that nobody scrolls to), and its ``propensity_`` is 1, a value nothing reads.
+A clickless position with fewer rows takes the estimate of the nearest clicked position
+above it.
 
 ``propensity_model`` restricts the curve :math:`\theta` may take in the update above
 (:mod:`gbrank.objectives.propensity_models`: one value per position, a non-increasing
@@ -138,6 +141,44 @@ def estimate_propensity(scores, clicks, position, offsets, n_positions: int, *, 
     fit = _alternate(scores, clicks, position, offsets, n_positions, n_rounds=n_rounds, reduce=reduce,
                      fit_slope=fit_slope, model=check_propensity_model(model))
     return fit.relative()
+
+
+#: Clicks a clickless position would have had, examined like the deepest clicked one above it,
+#: from which its zero is taken to mean "not examined" (a Poisson zero then has probability
+#: under 5%).
+_UNEXAMINED_CLICKS = 3.0
+
+
+def _unexamined(clickless, clicks, position, reduce) -> np.ndarray:
+    """Positions estimated unexamined: without a click in the whole log although, examined as
+    often per row as the deepest clicked position above them, they would have had
+    ``_UNEXAMINED_CLICKS`` or more (rows below a fold that nobody scrolls to). Their rows take
+    no part in the loss, as rows never shown: counted in, they would pass for examined and
+    irrelevant. A clickless position with too few rows for its zero to say this is left to
+    :func:`_carry_down`."""
+    if not clickless.any():
+        return clickless
+    n = clickless.size
+    seen = position >= 1
+    at = position[seen] - 1
+    per_position = sum_over_workers(np.concatenate([np.bincount(at, minlength=n).astype(np.float64),
+                                                    np.bincount(at, weights=clicks[seen], minlength=n)]), reduce)
+    rows, clicked = per_position[:n], per_position[n:]
+    above = np.maximum.accumulate(np.where(clicked > 0, np.arange(n), -1))
+    rate = np.where(above >= 0, clicked[np.maximum(above, 0)] / np.maximum(rows[np.maximum(above, 0)], 1.0), 0.0)
+    return clickless & (rate * rows >= _UNEXAMINED_CLICKS)
+
+
+def _carry_down(theta, unexamined) -> np.ndarray:
+    """``theta`` with each position the estimate says nothing of (NaN) given the value of the
+    nearest position above it that it does (1 at the top and where nothing is above; a value
+    nothing reads at positions estimated unexamined)."""
+    theta = theta.copy()
+    known = ~np.isnan(theta)
+    above = np.maximum.accumulate(np.where(known, np.arange(theta.size), -1))
+    theta[~known] = np.where(above[~known] >= 0, theta[np.maximum(above[~known], 0)], 1.0)
+    theta[unexamined] = 1.0
+    return theta
 
 
 class _Estimate:
@@ -402,12 +443,10 @@ class ClickObjective(RankingObjective):
             # position relative to its query's clicks
             theta = estimate_propensity(np.zeros(clicks.shape[0]), clicks, pos, offsets, n_positions, reduce=reduce,
                                         model=self.propensity_model)
-            # A position without a click in the whole log (for "monotone", pooled to none) is
-            # estimated unexamined, so its rows take no part, as rows never shown: kept in, they
-            # would count as examined and irrelevant (rows below a fold nobody scrolls to).
-            unexamined = np.isnan(theta)
+            unexamined = _unexamined(np.isnan(theta), clicks, pos, reduce)
+            state["unexamined"] = unexamined
             shown &= ~unexamined[np.maximum(pos, 1) - 1]
-            theta = np.maximum(np.where(unexamined, 1.0, theta), _MIN_PROPENSITY)
+            theta = np.maximum(_carry_down(theta, unexamined), _MIN_PROPENSITY)
             state["fit"] = _Fit(theta)
         if not shown.all():
             sizes = np.diff(offsets)
@@ -457,9 +496,7 @@ class ClickObjective(RankingObjective):
                 fit_slope=self._fits_slope, model=self.propensity_model,
             )
             with fit.lock:
-                keep = np.isnan(theta)
-                theta[keep] = fit.theta[keep]
-                fit.theta = np.maximum(theta, _MIN_PROPENSITY)
+                fit.theta = np.maximum(_carry_down(theta, state["unexamined"]), _MIN_PROPENSITY)
                 self._set_weights(state, fit.theta)
 
     # ----------------------------------------------------------------- kernels
