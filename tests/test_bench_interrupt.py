@@ -46,18 +46,31 @@ def _environ() -> dict:
     return environ
 
 
+def _unbuffered_lines(fd: int):
+    """The lines of a pipe, read a byte at a time: nothing past the line in hand leaves it."""
+    line = b""
+    while byte := os.read(fd, 1):
+        line += byte
+        if byte == b"\n":
+            yield line.decode()
+            line = b""
+    if line:
+        yield line.decode()
+
+
 def _interrupt_after(runs: int, out: Path) -> tuple[int, str, str]:
     """Start the benchmark, send SIGINT once ``runs`` progress lines are out, and wait."""
     process = subprocess.Popen(_command("--out", str(out)), cwd=ROOT, env=_environ(), stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     # On a loaded machine this reader may lag so far behind that the benchmark finishes before
-    # the signal comes. A one-page pipe (about 40 progress lines, of PLANNED = 60) makes the
-    # benchmark wait for the reader, so the signal always finds it running.
+    # the signal comes. A one-page pipe (about 40 progress lines, of PLANNED = 60), read a byte
+    # at a time (a buffered read would empty it), makes the benchmark wait for the reader, so
+    # the signal always finds it running.
     if hasattr(fcntl, "F_SETPIPE_SZ"):
         fcntl.fcntl(process.stderr.fileno(), fcntl.F_SETPIPE_SZ, 4096)
     seen, err = 0, []
     try:
-        for line in process.stderr:
+        for line in _unbuffered_lines(process.stderr.fileno()):
             err.append(line)
             seen += line.startswith("gbrank.bench [")
             if seen == runs:
