@@ -44,7 +44,8 @@ below a fold but never examined; count and binary clicks; eta 0.5, 1, 2; click n
 position-based, cascade and trust-bias click models; deterministic and Plackett-Luce logging).
 In each world the ceiling is the same learner (LightGBM, the softmax loss) on the true labels'
 gains and the naive model the same learner on the raw clicks; every method of
-``WORLD_METHODS`` (gbrank's click objectives with estimated propensities at the fixed budget
+``WORLD_METHODS`` (the recommended procedure, ``gbrank.fit_clicks``, with its default objective
+and with ``pbm_listnet``; gbrank's click objectives with estimated propensities at the fixed budget
 and early-stopped on held-out clicks by ``click_early_stopped``, LightGBM's ``position`` mode
 at the fixed budget and with its own early stopping, XGBoost's ``lambdarank_unbiased``) gets
 its share of the naive-to-ceiling gap, mean and range over the seeds. One entry of

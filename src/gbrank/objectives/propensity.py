@@ -165,7 +165,8 @@ def _unexamined(clickless, clicks, position, reduce) -> np.ndarray:
                                                     np.bincount(at, weights=clicks[seen], minlength=n)]), reduce)
     rows, clicked = per_position[:n], per_position[n:]
     above = np.maximum.accumulate(np.where(clicked > 0, np.arange(n), -1))
-    rate = np.where(above >= 0, clicked[np.maximum(above, 0)] / np.maximum(rows[np.maximum(above, 0)], 1.0), 0.0)
+    nearest = np.maximum(above, 0)
+    rate = np.where(above >= 0, clicked[nearest] / np.maximum(rows[nearest], 1.0), 0.0)
     return clickless & (rate * rows >= _UNEXAMINED_CLICKS)
 
 
