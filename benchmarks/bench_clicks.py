@@ -44,8 +44,9 @@ below a fold but never examined; count and binary clicks; eta 0.5, 1, 2; click n
 position-based, cascade and trust-bias click models; deterministic and Plackett-Luce logging).
 In each world the ceiling is the same learner (LightGBM, the softmax loss) on the true labels'
 gains and the naive model the same learner on the raw clicks; every method of
-``WORLD_METHODS`` (the recommended procedure, ``gbrank.fit_clicks``, with its default objective
-and with ``pbm_listnet``; gbrank's click objectives with estimated propensities at the fixed budget
+``WORLD_METHODS`` (the recommended procedure, ``gbrank.fit_clicks``, with its default objective,
+with ``pbm_listnet`` and, where the log keeps its sessions (cascade clicks), on
+``gbrank.cascade_targets``; gbrank's click objectives with estimated propensities at the fixed budget
 and early-stopped on held-out clicks by ``click_early_stopped``, LightGBM's ``position`` mode
 at the fixed budget and with its own early stopping, XGBoost's ``lambdarank_unbiased``) gets
 its share of the naive-to-ceiling gap, mean and range over the seeds. One entry of
@@ -84,6 +85,8 @@ METHODS = ["naive", "ips-known", "ips-estimated", "ips-pairwise-known", "ips-pai
 #: Early stopping on held-out clicks: every HOLD_OUT-th training query is held out and the
 #: model trained on the others for up to MAX_ROUNDS rounds.
 HOLD_OUT, MAX_ROUNDS = 5, 300
+# the examination rate the cascade targets of the worlds floor at (bench_click_corrections.py)
+CASCADE_CLIP = 0.2
 
 
 def pairwise(propensity="estimate", clip=None):
@@ -469,7 +472,9 @@ class ClickTrain(NamedTuple):
     session, every session a group of its own). ``order`` puts the rows in display order and
     ``rank`` is the display rank of each row in that order (rows never shown at ranks past the
     cut-off): the engines' own modes take ``X[order]``, ``clicks[order]``, ``rank``.
-    ``query`` is the query of each group (for holding out whole queries)."""
+    ``query`` is the query of each group (for holding out whole queries). ``sessions``: the
+    per-session records ``(session_rows, session_clicks)`` of a deterministic policy's log
+    where the world keeps them (cascade clicks), else None."""
 
     X: np.ndarray
     clicks: np.ndarray
@@ -478,6 +483,7 @@ class ClickTrain(NamedTuple):
     order: np.ndarray
     rank: np.ndarray
     query: np.ndarray
+    sessions: tuple | None
     params: dict
     rounds: int
     max_rounds: int
@@ -502,7 +508,21 @@ def click_train(world: World, train: RankingData, log, *, params, rounds, max_ro
         query = np.arange(group.size)
         order = display_order(train, log.logging_scores)
         rank = np.arange(order.size) - np.repeat(np.cumsum(group) - group, group) + 1
-    return ClickTrain(X, clicks, group, position, order, rank, query, params, rounds, max_rounds, threads, seed)
+    sessions = (log.session_rows, log.session_clicks) if world.policy == "deterministic" and keeps_sessions(world) \
+        else None
+    return ClickTrain(X, clicks, group, position, order, rank, query, sessions, params, rounds, max_rounds, threads,
+                      seed)
+
+
+def keeps_sessions(world: World) -> bool:
+    """Whether the world's log keeps its sessions: one row per document shown in each session
+    (a stochastic policy), or the clicks of each session beside the counts (cascade clicks,
+    for the cascade targets)."""
+    return world.policy == "plackett_luce" or world.click_model == "cascade"
+
+
+class NotApplicable(Exception):
+    """A method that needs what the world's log does not hold: its cell is left blank."""
 
 
 def gbrank_fixed(factory):
@@ -531,6 +551,18 @@ def recommended(objective=None):
         model = gbrank.fit_clicks(d.X, d.clicks, d.group, position=d.position, params=d.params,
                                   objective=None if objective is None else objective(),
                                   max_rounds=d.max_rounds, seed=d.seed)
+        return model.predict, model.best_rounds
+    return fit
+
+
+def recommended_cascade(clip=CASCADE_CLIP):
+    """:func:`gbrank.fit_clicks` on :func:`gbrank.cascade_targets` (the cascade model's
+    examinations, clipped at ``clip``), in the worlds whose log keeps its sessions."""
+    def fit(d: ClickTrain):
+        if d.sessions is None:
+            raise NotApplicable
+        targets = gbrank.cascade_targets(*d.sessions, d.clicks.size, clip=clip)
+        model = gbrank.fit_clicks(d.X, targets, d.group, params=d.params, max_rounds=d.max_rounds, seed=d.seed)
         return model.predict, model.best_rounds
     return fit
 
@@ -569,6 +601,7 @@ def xgb_unbiased(d: ClickTrain):
 WORLD_METHODS = {
     "fit_clicks": recommended(),
     "fit_clicks(pbm_listnet)": recommended(gbrank.pbm_listnet),
+    "fit_clicks(cascade)": recommended_cascade(),
     "ips_listnet": gbrank_fixed(gbrank.ips_listnet),
     "ips_listnet-es": gbrank_early_stopped(gbrank.ips_listnet),
     "ips_ranknet": gbrank_fixed(functools.partial(gbrank.ips_ranknet, weighting="dcg")),
@@ -590,7 +623,7 @@ def run_world(world: World, seed: int, *, n_queries, rounds, max_rounds, threads
     log = simulate_clicks(train.y, train.group, X=train.X, sessions_per_query=world.sessions, top_k=top_k,
                           eta=world.eta, click_model=world.click_model, fold=world.fold,
                           click_noise=world.click_noise, aggregate=world.aggregate, policy=world.policy,
-                          n_policy_samples=10, per_session=world.policy == "plackett_luce",  # no method reads rho
+                          n_policy_samples=10, per_session=keeps_sessions(world),  # no method reads rho
                           logging_fraction=0.002, seed=seed)
     params = {"learning_rate": 0.1, "num_leaves": 15, "min_data_in_leaf": 20, "verbose": -1,
               "num_threads": threads, "seed": seed}
@@ -616,6 +649,8 @@ def run_world(world: World, seed: int, *, n_queries, rounds, max_rounds, threads
             score, used = fit(d)
             value = float(np.mean(ndcg(test.y, score(test.X), test.group, k=10, per_query=True)))
             error = ""
+        except NotApplicable:
+            value, used, error = np.nan, np.nan, "n/a"
         except Exception as exc:  # a method that breaks in a world is a result, not the end of the grid
             value, used, error = np.nan, np.nan, f"{type(exc).__name__}: {exc}"
             print(f"{world.name} seed {seed}: {name} failed: {error}", flush=True)
@@ -626,7 +661,8 @@ def run_world(world: World, seed: int, *, n_queries, rounds, max_rounds, threads
     for r in rows:
         r["gap_closed"] = (r["ndcg@10"] - by["naive"]) / gap if gap > 0 else np.nan
     print(f"{world.name} seed {seed}: naive {by['naive']:.3f} -> ceiling {by['ceiling']:.3f}; " + ", ".join(
-        f"{r['method']} {100 * r['gap_closed']:.0f}%" for r in rows if r["method"] not in ("naive", "ceiling")),
+        f"{r['method']} {100 * r['gap_closed']:.0f}%" for r in rows
+        if r["method"] not in ("naive", "ceiling") and r["error"] != "n/a"),
         flush=True)
     return rows
 
@@ -656,7 +692,8 @@ def worlds_table(results: pd.DataFrame, worlds) -> str:
         for m in methods:
             g = part.loc[part["method"] == m, "gap_closed"]
             if g.isna().all():
-                cells.append("failed" if (part.loc[part["method"] == m, "error"] != "").any() else "no gap")
+                errors = part.loc[part["method"] == m, "error"]
+                cells.append("—" if (errors == "n/a").all() else "failed" if (errors != "").any() else "no gap")
             elif len(g) == 1:
                 cells.append(f"{100 * g.iloc[0]:.0f}%")
             else:

@@ -72,18 +72,18 @@ _TAU_ITERATIONS = 200
 _TAU_TOLERANCE = 1e-10
 
 
-def _default_objective():
+def _default_objective(cascade: bool = False):
     from .objectives import ips_ranknet
 
-    return ips_ranknet()
+    return ips_ranknet(propensity=None) if cascade else ips_ranknet()
 
 
 # ----------------------------------------------------------------------------- the criterion
 class _HeldOut:
-    """The held-out clicks of the shown rows, per query, ready to score."""
+    """The held-out clicks of the shown rows, per query, ready to score against each shown
+    row's exposure (its propensity, or its expected number of examinations)."""
 
-    def __init__(self, clicks: np.ndarray, offsets: np.ndarray, position: np.ndarray) -> None:
-        shown = position >= 1
+    def __init__(self, clicks: np.ndarray, offsets: np.ndarray, shown: np.ndarray) -> None:
         sizes = np.diff(offsets)
         query = np.repeat(np.arange(sizes.size), sizes)
         self.n_rows = clicks.size
@@ -91,7 +91,6 @@ class _HeldOut:
         self.query = query[shown]
         self.n_queries = sizes.size
         self.clicks = clicks[shown]
-        self.position = position[shown]
         self.query_clicks = np.bincount(self.query, weights=self.clicks, minlength=self.n_queries)
         self.total = float(self.query_clicks.sum())
 
@@ -110,13 +109,12 @@ class _HeldOut:
         curvature = float(np.sum(self.query_clicks * (second - mean * mean)))
         return log_pi, grad, curvature
 
-    def loss(self, scores: np.ndarray, theta: np.ndarray, tau: float | None) -> tuple[float, float]:
+    def loss(self, scores: np.ndarray, log_theta: np.ndarray, tau: float | None) -> tuple[float, float]:
         """The criterion (per click) and the temperature it was taken at: ``tau`` if given,
-        else the profiled one."""
+        else the profiled one. ``log_theta``: the log exposure of each shown row."""
         s = np.asarray(scores, dtype=np.float64)[self.shown]
         if not np.isfinite(s).all():
             raise ValueError("the scores of the held-out rows are not all finite")
-        log_theta = np.log(theta[self.position - 1])
         if tau is None:
             tau = self._profile(s, log_theta)
         log_pi, _, _ = self._moments(s, tau, log_theta)
@@ -139,14 +137,18 @@ class _HeldOut:
         tau = 0.5 * (lo + hi)
         for _ in range(_TAU_ITERATIONS):
             _, grad, curvature = self._moments(s, tau, log_theta)
+            # the temperature returned is one whose derivative was taken: a Newton step that
+            # lands on the root moves no further, and must not fall back to the bracket's middle
+            if abs(grad) <= _TAU_TOLERANCE * self.total:
+                break
             if grad > 0:
                 hi = tau
             else:
                 lo = tau
+            if hi - lo <= _TAU_TOLERANCE * hi:
+                break
             step = tau - grad / curvature if curvature > 0 else np.nan
             tau = step if lo < step < hi else 0.5 * (lo + hi)
-            if hi - lo <= _TAU_TOLERANCE * hi or abs(grad) <= _TAU_TOLERANCE * self.total:
-                break
         return float(tau)
 
 
@@ -197,7 +199,7 @@ def click_likelihood(scores, clicks, group=None, *, qid=None, position, propensi
         The criterion and the :math:`\tau` it was taken at.
     """
     clicks, offsets, position = _check_log(clicks, group, qid, position)
-    held = _HeldOut(clicks, offsets, position)
+    held = _HeldOut(clicks, offsets, position >= 1)
     if held.total == 0:
         raise ValueError("no shown row has a click: the click likelihood needs clicks")
     theta = _check_theta(propensity, int(position.max()))
@@ -205,10 +207,48 @@ def click_likelihood(scores, clicks, group=None, *, qid=None, position, propensi
     scores = np.asarray(scores, dtype=np.float64)
     if scores.shape != clicks.shape:
         raise ValueError(f"scores has shape {scores.shape} but there are {clicks.size} rows")
-    return held.loss(scores, theta, tau)
+    return held.loss(scores, np.log(theta[position[held.shown] - 1]), tau)
 
 
-class HeldOutClickLikelihood:
+class _RoundCriterion:
+    """The held-out criterion recorded after every round, as an engine metric: a subclass
+    says each shown held-out row's log exposure at the round (``_log_exposure``)."""
+
+    _held: _HeldOut
+    train_set: Any
+
+    def _start(self, clicks, offsets, shown) -> None:
+        self._held = _HeldOut(clicks, offsets, shown)
+        if self._held.total == 0:
+            raise ValueError("the held-out rows have no click on a shown row: hold out queries with clicks")
+        self.curve: list[float] = []
+        self.temperature: list[float] = []
+
+    def _log_exposure(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def __call__(self, scores) -> float:
+        scores = np.asarray(scores, dtype=np.float64).ravel()
+        if scores.size != self._held.n_rows:
+            raise ValueError(
+                f"the metric got {scores.size} scores for {self._held.n_rows} held-out rows: give it only "
+                "the held-out set (valid_sets / evals), not the training set"
+            )
+        value, tau = self._held.loss(scores, self._log_exposure(), None)
+        self.curve.append(value)
+        self.temperature.append(tau)
+        return value
+
+    def lightgbm(self, preds, data):
+        """LightGBM ``feval``: ``("click_nll", value, False)``."""
+        return METRIC_NAME, self(preds), False
+
+    def xgboost(self, predt, dmat):
+        """XGBoost ``custom_metric``: ``("click_nll", value)`` (minimise it)."""
+        return METRIC_NAME, self(predt)
+
+
+class HeldOutClickLikelihood(_RoundCriterion):
     r"""The held-out click likelihood (:func:`click_likelihood`) as an engine metric.
 
     For ``lgb.train(feval=metric.lightgbm, valid_sets=[held_out_set])`` or
@@ -235,12 +275,9 @@ class HeldOutClickLikelihood:
         clicks, offsets, position = _check_log(clicks, group, None, position)
         self.objective = objective
         self.train_set = train_set
-        self._held = _HeldOut(clicks, offsets, position)
-        if self._held.total == 0:
-            raise ValueError("the held-out rows have no click on a shown row: hold out queries with clicks")
+        self._start(clicks, offsets, position >= 1)
+        self._position = position[self._held.shown]
         self._deepest = int(position.max())
-        self.curve: list[float] = []
-        self.temperature: list[float] = []
         self.propensity: list[np.ndarray] = []
 
     def _theta(self) -> np.ndarray:
@@ -255,28 +292,24 @@ class HeldOutClickLikelihood:
             )
         return theta
 
-    def __call__(self, scores) -> float:
-        scores = np.asarray(scores, dtype=np.float64).ravel()
-        if scores.size != self._held.n_rows:
-            raise ValueError(
-                f"the metric got {scores.size} scores for {self._held.n_rows} held-out rows: give it only "
-                "the held-out set (valid_sets / evals), not the training set"
-            )
+    def _log_exposure(self) -> np.ndarray:
         theta = self._theta()
-        value, tau = self._held.loss(scores, theta, None)
-        self.curve.append(value)
-        self.temperature.append(tau)
         if self.objective.mode == "estimate":
             self.propensity.append(theta.copy())
-        return value
+        return np.log(theta[self._position - 1])
 
-    def lightgbm(self, preds, data):
-        """LightGBM ``feval``: ``("click_nll", value, False)``."""
-        return METRIC_NAME, self(preds), False
 
-    def xgboost(self, predt, dmat):
-        """XGBoost ``custom_metric``: ``("click_nll", value)`` (minimise it)."""
-        return METRIC_NAME, self(predt)
+class _ExaminationLikelihood(_RoundCriterion):
+    """The held-out criterion with each row's expected number of examinations as its
+    exposure (cascade targets): the same at every round."""
+
+    def __init__(self, clicks, offsets, examinations) -> None:
+        self.train_set = None
+        self._start(clicks, offsets, examinations > 0)
+        self._log_examinations = np.log(examinations[self._held.shown])
+
+    def _log_exposure(self) -> np.ndarray:
+        return self._log_examinations
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -329,14 +362,41 @@ def _check_objective(objective) -> None:
         )
 
 
-def _split(offsets: np.ndarray, clicks: np.ndarray, position: np.ndarray, held_out: float,
-           seed: int | None) -> np.ndarray:
-    """The held-out queries, a mask: ``held_out`` of them at random, each with clicks on
-    both sides."""
+def _check_cascade_objective(objective) -> None:
+    from .objectives.propensity import ClickObjective
+
+    if not isinstance(objective, ClickObjective) or objective.mode != "weighted_labels" \
+            or objective.factory == "pbm_listnet":
+        raise ValueError(
+            f"with cascade targets the clicks are already weighted by their examinations: give an IPS objective "
+            f"without propensities, gbrank.ips_ranknet(propensity=None) or gbrank.ips_listnet(propensity=None), "
+            f"got {objective!r}"
+        )
+
+
+def _cascade_log(X, targets, group, qid):
+    """The examined rows of cascade targets, the queries left with none dropped: their row
+    indices, training labels, clicks, expected examinations, query offsets and the indices of
+    the queries kept."""
+    n_rows = targets.targets.size
+    offsets = group_offsets(n_rows, group=group, qid=qid)
+    if X.shape[0] != n_rows:
+        raise ValueError(f"X has {X.shape[0]} rows but the cascade targets have {n_rows}")
+    rows = np.flatnonzero(targets.examined)
+    if rows.size == 0:
+        raise ValueError("no row of the cascade targets was examined: the sessions hold no click information")
+    sizes = np.diff(offsets)
+    kept = np.bincount(np.repeat(np.arange(sizes.size), sizes)[rows], minlength=sizes.size)
+    return (rows, targets.targets[rows], targets.clicks[rows], targets.examinations[rows],
+            np.concatenate(([0], np.cumsum(kept[kept > 0]))), np.flatnonzero(kept > 0))
+
+
+def _split(offsets: np.ndarray, clicks: np.ndarray, held_out: float, seed: int | None) -> np.ndarray:
+    """The held-out queries, a mask: ``held_out`` of them at random, with clicks (of shown
+    rows) on both sides."""
     n_queries = offsets.size - 1
     sizes = np.diff(offsets)
-    query_clicks = np.bincount(np.repeat(np.arange(n_queries), sizes), weights=clicks * (position >= 1),
-                               minlength=n_queries)
+    query_clicks = np.bincount(np.repeat(np.arange(n_queries), sizes), weights=clicks, minlength=n_queries)
     n_held = round(held_out * n_queries)
     if n_held < 1 or n_held >= n_queries:
         raise ValueError(
@@ -401,8 +461,10 @@ class ClickFit:
 def _train(engine: str, params: dict, X, clicks, sizes, objective, position, rounds: int, n_positions: int,
            metric: tuple | None = None):
     """Train ``rounds`` rounds; returns the booster and the training set (whose binding holds
-    the estimate). ``metric``: (held-out X, clicks, sizes, the metric object)."""
-    bound = _engines.PositionedObjective(objective, position, Statistics(n_positions=n_positions))
+    the estimate). ``position`` None: an objective that reads none (cascade targets).
+    ``metric``: (held-out X, labels, sizes, the metric object)."""
+    bound = objective if position is None else _engines.PositionedObjective(objective, position,
+                                                                            Statistics(n_positions=n_positions))
     if engine == "lightgbm":
         from .engines import lightgbm as lgb_engine
 
@@ -433,7 +495,7 @@ def fit_clicks(
     group=None,
     *,
     qid=None,
-    position,
+    position=None,
     objective=None,
     engine: Literal["lightgbm", "xgboost"] = "lightgbm",
     params: dict | None = None,
@@ -501,46 +563,72 @@ def fit_clicks(
     """
     if engine not in ("lightgbm", "xgboost"):
         raise ValueError(f"engine must be 'lightgbm' or 'xgboost', got {engine!r}")
-    objective = _default_objective() if objective is None else objective
-    _check_objective(objective)
+    from .objectives.cascade import CascadeTargets
+
+    cascade = isinstance(clicks, CascadeTargets)
     max_rounds = check_int("max_rounds", max_rounds, min=1)
     held_out = check_float("held_out", held_out, min=0.0, strict=True)
     if held_out >= 1:
         raise ValueError(f"held_out must be a share of the queries in (0, 1), got {held_out!r}")
-    clicks, offsets, position = _check_log(clicks, group, qid, position)
     if not hasattr(X, "shape"):
         X = np.asarray(X)
-    if X.shape[0] != clicks.size:
-        raise ValueError(f"X has {X.shape[0]} rows but clicks has {clicks.size}")
-    if objective.mode == "known":
-        _check_theta(objective.propensity, int(position.max()))
+    take = (lambda idx: X.iloc[idx]) if hasattr(X, "iloc") else (lambda idx: X[idx])
+    if cascade:
+        if position is not None:
+            raise ValueError(
+                "position is not used with cascade targets: each row's examinations come from the sessions "
+                "(gbrank.cascade_targets); leave position out"
+            )
+        objective = _default_objective(cascade=True) if objective is None else objective
+        _check_cascade_objective(objective)
+        rows, labels, clicks, examinations, offsets, queries = _cascade_log(X, clicks, group, qid)
+        X = take(rows)
+        take = (lambda idx: X.iloc[idx]) if hasattr(X, "iloc") else (lambda idx: X[idx])
+        counted = clicks
+    else:
+        objective = _default_objective() if objective is None else objective
+        _check_objective(objective)
+        clicks, offsets, position = _check_log(clicks, group, qid, position)
+        if X.shape[0] != clicks.size:
+            raise ValueError(f"X has {X.shape[0]} rows but clicks has {clicks.size}")
+        if objective.mode == "known":
+            _check_theta(objective.propensity, int(position.max()))
+        labels, counted = clicks, clicks * (position >= 1)
+        queries = np.arange(offsets.size - 1)
     params = dict(params or {})
     if engine == "lightgbm":
         params.setdefault("verbose", -1)
     sizes = np.diff(offsets)
-    held_queries = _split(offsets, clicks, position, held_out, seed)
+    held_queries = _split(offsets, counted, held_out, seed)
     held_rows = np.repeat(held_queries, sizes)
     fit_rows = np.flatnonzero(~held_rows)
     rows = np.flatnonzero(held_rows)
-    n_positions = int(position.max())
-    take = (lambda idx: X.iloc[idx]) if hasattr(X, "iloc") else (lambda idx: X[idx])
-
-    # each fit's estimate lives in the binding of its own training set: one objective serves both
-    metric = HeldOutClickLikelihood(objective, None, clicks[rows], sizes[held_queries], position=position[rows])
-    booster, _ = _train(engine, params, take(fit_rows), clicks[fit_rows], sizes[~held_queries], objective,
-                        position[fit_rows], max_rounds, n_positions,
-                        metric=(take(rows), clicks[rows], sizes[held_queries], metric))
+    held_offsets = np.concatenate(([0], np.cumsum(sizes[held_queries])))
+    if cascade:
+        n_positions = 0
+        train_position = refit_position = None
+        metric = _ExaminationLikelihood(clicks[rows], held_offsets, examinations[rows])
+    else:
+        n_positions = int(position.max())
+        train_position, refit_position = position[fit_rows], position
+        # each fit's estimate lives in the binding of its own training set: one objective serves both
+        metric = HeldOutClickLikelihood(objective, None, clicks[rows], sizes[held_queries], position=position[rows])
+    booster, _ = _train(engine, params, take(fit_rows), labels[fit_rows], sizes[~held_queries], objective,
+                        train_position, max_rounds, n_positions,
+                        metric=(take(rows), labels[rows], sizes[held_queries], metric))
     curve = np.asarray(metric.curve)
     if curve.size != max_rounds:
         raise RuntimeError(f"the held-out criterion was recorded {curve.size} times in {max_rounds} rounds")
     best = int(np.argmin(curve)) + 1
+    theta = None
     if refit:
-        booster, dtrain = _train(engine, params, X, clicks, sizes, objective, position, best, n_positions)
-        theta = (objective.binding(dtrain).propensity_ if objective.mode == "estimate"
-                 else np.asarray(objective.propensity, dtype=np.float64))
-    else:
-        theta = (metric.propensity[best - 1] if objective.mode == "estimate"
-                 else np.asarray(objective.propensity, dtype=np.float64))
+        booster, dtrain = _train(engine, params, X, labels, sizes, objective, refit_position, best, n_positions)
+        if objective.mode == "estimate":
+            theta = objective.binding(dtrain).propensity_
+    elif objective.mode == "estimate":
+        theta = metric.propensity[best - 1]
+    if objective.mode == "known":
+        theta = np.asarray(objective.propensity, dtype=np.float64)
     return ClickFit(booster=booster, engine=engine, objective=objective, best_rounds=best, curve=curve,
                     temperature=np.asarray(metric.temperature), propensity_=theta,
-                    held_out_queries=np.flatnonzero(held_queries), refitted=refit)
+                    held_out_queries=queries[held_queries], refitted=refit)
