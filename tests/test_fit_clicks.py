@@ -115,6 +115,32 @@ def test_the_profiled_temperature_is_the_minimum_on_many_logs():
     assert worse == []
 
 
+def test_the_comparison_fits_the_propensities_on_the_held_out_clicks_too():
+    from scipy.optimize import minimize
+
+    from gbrank.click_training import _profiled_loss
+    from gbrank.groups import group_offsets
+
+    scores, clicks, group, position, _ = small_log(1)
+    value = _profiled_loss(scores, clicks, group_offsets(clicks.size, group=group), position)
+    clicked = sorted({int(p) for p, c in zip(position, clicks) if p >= 1 and c > 0})
+    positions = int(position.max())
+
+    def direct(x):
+        # theta of the positions with a click, relative to the first of them; the others -> 0
+        theta = np.full(positions, 1e-300)
+        theta[np.array(clicked) - 1] = np.exp(np.r_[0.0, x[1:]])
+        shown = np.where(theta[np.maximum(position, 1) - 1] > 1e-300, position, -1)
+        return direct_nll(scores, clicks, group, shown, theta, x[0])
+
+    start = np.r_[1.0, np.zeros(len(clicked) - 1)]
+    best = minimize(direct, start, method="L-BFGS-B", bounds=[(0.0, None)] + [(None, None)] * (len(clicked) - 1),
+                    options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": 10000})
+    assert value == pytest.approx(best.fun, rel=1e-7)
+    theta = 1.0 / np.arange(1, positions + 1)
+    assert value < click_likelihood(scores, clicks, group, position=position, propensity=theta)[0]
+
+
 @pytest.fixture(scope="module")
 def log():
     data = make_ranking(240, (3, 30), 10, noise=0.5, seed=3)
@@ -410,3 +436,43 @@ def test_cascade_targets_refuse_positions_and_propensities(log, cascade_log):
             gbrank.fit_clicks(train.X, targets, train.group, objective=objective)
     with pytest.raises(ValueError, match="X has"):
         gbrank.fit_clicks(train.X[:-1], targets, train.group)
+
+
+# ----------------------------------------------------------------------------- several objectives
+@pytest.mark.parametrize("engine", ENGINES)
+def test_of_several_objectives_the_one_that_explains_the_held_out_clicks_best_is_refit(engine, log):
+    from gbrank.click_training import _profiled_loss
+
+    pytest.importorskip(engine)
+    train, test, clicks = log
+    objectives = [gbrank.ips_ranknet(), gbrank.pbm_listnet()]
+    fit = gbrank.fit_clicks(train.X, clicks.clicks, train.group, position=clicks.position, objective=objectives,
+                            engine=engine, params=THREADS[engine], max_rounds=25)
+    assert fit.candidates == tuple(objectives) and fit.selection.shape == (2,)
+    chosen = int(np.argmin(fit.selection))
+    assert fit.objective is objectives[chosen]
+    # each candidate's figure is the profiled criterion of its own held-out fit at its best round
+    query = np.repeat(np.arange(train.group.size), train.group)
+    held = np.isin(query, fit.held_out_queries)
+    offsets = np.concatenate(([0], np.cumsum(train.group[fit.held_out_queries])))
+    for objective, figure in zip(objectives, fit.selection):
+        alone = gbrank.fit_clicks(train.X, clicks.clicks, train.group, position=clicks.position, objective=objective,
+                                  engine=engine, params=THREADS[engine], max_rounds=25, refit=False)
+        scores = alone.predict(train.X[held])
+        assert figure == pytest.approx(_profiled_loss(scores, clicks.clicks[held], offsets, clicks.position[held]),
+                                       rel=1e-9)
+    # and the chosen one is refit as if it had been given alone
+    single = gbrank.fit_clicks(train.X, clicks.clicks, train.group, position=clicks.position,
+                               objective=objectives[chosen], engine=engine, params=THREADS[engine], max_rounds=25)
+    assert single.best_rounds == fit.best_rounds
+    np.testing.assert_allclose(fit.predict(test.X), single.predict(test.X), rtol=1e-9, atol=1e-12)
+
+
+def test_the_default_compares_the_pairwise_and_the_position_based_objectives(log):
+    train, _, clicks = log
+    fit = gbrank.fit_clicks(train.X, clicks.clicks, train.group, position=clicks.position, params=THREADS["lightgbm"],
+                            max_rounds=5)
+    assert [c.factory for c in fit.candidates] == ["ips_ranknet", "pbm_listnet"]
+    assert all(c.mode == "estimate" for c in fit.candidates)
+    with pytest.raises(ValueError, match="empty sequence"):
+        gbrank.fit_clicks(train.X, clicks.clicks, train.group, position=clicks.position, objective=[])

@@ -70,12 +70,14 @@ METRIC_NAME = "click_nll"
 # profiling the temperature: a root of the derivative to this relative tolerance
 _TAU_ITERATIONS = 200
 _TAU_TOLERANCE = 1e-10
+# comparing objectives: rounds of the propensities' fit on the held-out clicks at most
+_THETA_ITERATIONS = 1000
 
 
-def _default_objective(cascade: bool = False):
-    from .objectives import ips_ranknet
+def _default_objectives(cascade: bool = False) -> list:
+    from .objectives import ips_ranknet, pbm_listnet
 
-    return ips_ranknet(propensity=None) if cascade else ips_ranknet()
+    return [ips_ranknet(propensity=None)] if cascade else [ips_ranknet(), pbm_listnet()]
 
 
 # ----------------------------------------------------------------------------- the criterion
@@ -162,6 +164,39 @@ def _check_theta(propensity, max_position: int) -> np.ndarray:
     if not (np.isfinite(theta[:max_position]).all() and (theta[:max_position] > 0).all()):
         raise ValueError("propensities must be finite and > 0 at every shown position")
     return theta
+
+
+def _profiled_loss(scores, clicks, offsets, position) -> float:
+    r"""The criterion with the propensities fitted on these clicks as well:
+    :math:`\min_{\tau \ge 0,\, \theta} \ell(\tau, \theta)` per click.
+
+    Positions without a click here get :math:`\theta_p \to 0` at the optimum, so their rows
+    drop out. For a given :math:`\tau` the propensities are updated by iterative
+    proportional fitting (each position's clicks over those the model expects there, the
+    update of the Poisson model with a factor per query, whose conditional is this
+    multinomial), alternated with the temperature's profile until the loss stops falling.
+    """
+    shown = position >= 1
+    at = np.maximum(position, 1) - 1
+    clicked_at = np.bincount(at[shown], weights=clicks[shown], minlength=int(position.max()))
+    clicked = clicked_at > 0
+    held = _HeldOut(clicks, offsets, shown & clicked[at])
+    pos = at[held.shown]
+    log_theta = np.zeros(clicked_at.size)
+    value = np.inf
+    for _ in range(_THETA_ITERATIONS):
+        z = log_theta[pos]
+        new, tau = held.loss(scores, z, None)
+        done = value - new <= _TAU_TOLERANCE * abs(new)
+        value = min(value, new)
+        if done:
+            break
+        log_pi, _, _ = held._moments(np.asarray(scores, dtype=np.float64)[held.shown], tau, z)
+        expected = np.bincount(pos, weights=held.query_clicks[held.query] * np.exp(log_pi),
+                               minlength=clicked_at.size)
+        log_theta[clicked] += np.log(clicked_at[clicked]) - np.log(expected[clicked])
+        log_theta -= log_theta[clicked].max()
+    return value
 
 
 def click_likelihood(scores, clicks, group=None, *, qid=None, position, propensity,
@@ -434,13 +469,20 @@ class ClickFit:
         The held-out click likelihood per click after rounds 1, 2, ..., max_rounds.
     temperature : ndarray of shape (max_rounds,)
         The temperature profiled at each round.
-    propensity_ : ndarray
+    propensity_ : ndarray or None
         The propensities the model ends with: the refit's estimate (the held-out fit's at
-        ``best_rounds`` without refit), or the known ones.
+        ``best_rounds`` without refit), or the known ones; None with cascade targets (whose
+        examinations are per session, not per position).
     held_out_queries : ndarray of int
-        The held-out queries' indices.
+        The held-out queries' indices (among all the queries given).
     refitted : bool
         Whether ``booster`` was refitted on every query.
+    candidates : tuple
+        The objectives compared (one, unless several were given or the default is used).
+    selection : ndarray of shape (len(candidates),)
+        Per candidate, the held-out click likelihood per click of its chosen round with the
+        propensities fitted on the held-out clicks (with cascade targets: ``curve``'s
+        minimum); ``objective`` is the candidate with the lowest.
     """
 
     booster: Any
@@ -452,6 +494,8 @@ class ClickFit:
     propensity_: np.ndarray
     held_out_queries: np.ndarray
     refitted: bool
+    candidates: tuple
+    selection: np.ndarray
 
     def predict(self, X) -> np.ndarray:
         """Scores (float64) of the rows of ``X`` from the chosen rounds; higher ranks first."""
@@ -518,17 +562,24 @@ def fit_clicks(
     ----------
     X : array-like of shape (n_rows, n_features)
         Features (an array, a DataFrame or a sparse matrix, as the engine takes it).
-    clicks : array-like of shape (n_rows,)
-        Clicks per row: counts over the sessions, or 0/1.
+    clicks : array-like of shape (n_rows,), or CascadeTargets
+        Clicks per row: counts over the sessions, or 0/1. Or, for clicks that follow the
+        cascade model (users read down the list and stop after a click), the targets of
+        :func:`gbrank.cascade_targets` computed from the sessions: the objective (an IPS one
+        with ``propensity=None``) is trained on them over the examined rows, and the
+        criterion takes each held-out row's expected number of examinations in place of its
+        position's propensity; ``position`` is then left out.
     group : array-like of int, optional
         Query sizes, the rows of each query together (or ``qid``).
     qid : array-like, optional
         A query id per row, the rows of each query together.
     position : array-like of int, shape (n_rows,)
         The display position of each row, 1 at the top; -1 for a row logged but never shown
-        (no clicks; it takes no part in the loss or the criterion).
+        (no clicks; it takes no part in the loss or the criterion). Required, except with
+        cascade targets.
     objective : gbrank click objective, optional
-        Default ``gbrank.ips_ranknet()`` (propensities estimated): of the click objectives
+        With cascade targets, default ``gbrank.ips_ranknet(propensity=None)``. Otherwise
+        default ``gbrank.ips_ranknet()`` (propensities estimated): of the click objectives
         the one that closed the most of the gap between raw clicks and true labels, and
         the least unevenly, on simulated logs with list lengths of 2 to 111 documents,
         every one or the top 10 shown (see the page on learning from clicks). Known
@@ -560,6 +611,15 @@ def fit_clicks(
     >>> fit = gbrank.fit_clicks(data.X, log.clicks, data.group, position=log.position, max_rounds=40)
     >>> 1 <= fit.best_rounds <= 40 and fit.curve.shape == (40,)
     True
+
+    Cascade clicks, from the sessions:
+
+    >>> log = simulate_clicks(data.y, data.group, X=data.X, sessions_per_query=50, top_k=10,
+    ...                       click_model="cascade", per_session=True, seed=0)
+    >>> targets = gbrank.cascade_targets(log.session_rows, log.session_clicks, data.y.size, clip=0.2)
+    >>> fit = gbrank.fit_clicks(data.X, targets, data.group, max_rounds=40)
+    >>> fit.propensity_ is None and 1 <= fit.best_rounds <= 40
+    True
     """
     if engine not in ("lightgbm", "xgboost"):
         raise ValueError(f"engine must be 'lightgbm' or 'xgboost', got {engine!r}")
@@ -570,6 +630,14 @@ def fit_clicks(
     held_out = check_float("held_out", held_out, min=0.0, strict=True)
     if held_out >= 1:
         raise ValueError(f"held_out must be a share of the queries in (0, 1), got {held_out!r}")
+    if objective is None:
+        candidates = _default_objectives(cascade)
+    elif isinstance(objective, (list, tuple)):
+        candidates = list(objective)
+        if not candidates:
+            raise ValueError("objective is an empty sequence: give one click objective or several to compare")
+    else:
+        candidates = [objective]
     if not hasattr(X, "shape"):
         X = np.asarray(X)
     take = (lambda idx: X.iloc[idx]) if hasattr(X, "iloc") else (lambda idx: X[idx])
@@ -579,20 +647,21 @@ def fit_clicks(
                 "position is not used with cascade targets: each row's examinations come from the sessions "
                 "(gbrank.cascade_targets); leave position out"
             )
-        objective = _default_objective(cascade=True) if objective is None else objective
-        _check_cascade_objective(objective)
+        for candidate in candidates:
+            _check_cascade_objective(candidate)
         rows, labels, clicks, examinations, offsets, queries = _cascade_log(X, clicks, group, qid)
         X = take(rows)
         take = (lambda idx: X.iloc[idx]) if hasattr(X, "iloc") else (lambda idx: X[idx])
         counted = clicks
     else:
-        objective = _default_objective() if objective is None else objective
-        _check_objective(objective)
+        for candidate in candidates:
+            _check_objective(candidate)
         clicks, offsets, position = _check_log(clicks, group, qid, position)
         if X.shape[0] != clicks.size:
             raise ValueError(f"X has {X.shape[0]} rows but clicks has {clicks.size}")
-        if objective.mode == "known":
-            _check_theta(objective.propensity, int(position.max()))
+        for candidate in candidates:
+            if candidate.mode == "known":
+                _check_theta(candidate.propensity, int(position.max()))
         labels, counted = clicks, clicks * (position >= 1)
         queries = np.arange(offsets.size - 1)
     params = dict(params or {})
@@ -604,25 +673,37 @@ def fit_clicks(
     fit_rows = np.flatnonzero(~held_rows)
     rows = np.flatnonzero(held_rows)
     held_offsets = np.concatenate(([0], np.cumsum(sizes[held_queries])))
-    if cascade:
-        n_positions = 0
-        train_position = refit_position = None
-        metric = _ExaminationLikelihood(clicks[rows], held_offsets, examinations[rows])
-    else:
-        n_positions = int(position.max())
-        train_position, refit_position = position[fit_rows], position
-        # each fit's estimate lives in the binding of its own training set: one objective serves both
-        metric = HeldOutClickLikelihood(objective, None, clicks[rows], sizes[held_queries], position=position[rows])
-    booster, _ = _train(engine, params, take(fit_rows), labels[fit_rows], sizes[~held_queries], objective,
-                        train_position, max_rounds, n_positions,
-                        metric=(take(rows), labels[rows], sizes[held_queries], metric))
-    curve = np.asarray(metric.curve)
-    if curve.size != max_rounds:
-        raise RuntimeError(f"the held-out criterion was recorded {curve.size} times in {max_rounds} rounds")
-    best = int(np.argmin(curve)) + 1
+    n_positions = 0 if cascade else int(position.max())
+    train_position = None if cascade else position[fit_rows]
+
+    fits = []
+    for candidate in candidates:
+        if cascade:
+            metric = _ExaminationLikelihood(clicks[rows], held_offsets, examinations[rows])
+        else:
+            # each fit's estimate lives in the binding of its own training set: one objective serves both
+            metric = HeldOutClickLikelihood(candidate, None, clicks[rows], sizes[held_queries],
+                                            position=position[rows])
+        booster, _ = _train(engine, params, take(fit_rows), labels[fit_rows], sizes[~held_queries], candidate,
+                            train_position, max_rounds, n_positions,
+                            metric=(take(rows), labels[rows], sizes[held_queries], metric))
+        curve = np.asarray(metric.curve)
+        if curve.size != max_rounds:
+            raise RuntimeError(f"the held-out criterion was recorded {curve.size} times in {max_rounds} rounds")
+        best = int(np.argmin(curve)) + 1
+        if cascade:
+            score = float(curve[best - 1])
+        else:
+            held_scores = _engines.predict(booster, take(rows), best)
+            score = _profiled_loss(held_scores, clicks[rows], held_offsets, position[rows])
+        fits.append((candidate, booster, metric, curve, best, score))
+    selection = np.array([fit[-1] for fit in fits])
+    objective, booster, metric, curve, best, _ = fits[int(np.argmin(selection))]
+
     theta = None
     if refit:
-        booster, dtrain = _train(engine, params, X, labels, sizes, objective, refit_position, best, n_positions)
+        booster, dtrain = _train(engine, params, X, labels, sizes, objective, None if cascade else position, best,
+                                 n_positions)
         if objective.mode == "estimate":
             theta = objective.binding(dtrain).propensity_
     elif objective.mode == "estimate":
@@ -631,4 +712,5 @@ def fit_clicks(
         theta = np.asarray(objective.propensity, dtype=np.float64)
     return ClickFit(booster=booster, engine=engine, objective=objective, best_rounds=best, curve=curve,
                     temperature=np.asarray(metric.temperature), propensity_=theta,
-                    held_out_queries=queries[held_queries], refitted=refit)
+                    held_out_queries=queries[held_queries], refitted=refit, candidates=tuple(candidates),
+                    selection=selection)
