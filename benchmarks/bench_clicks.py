@@ -525,6 +525,10 @@ class NotApplicable(Exception):
     """A method that needs what the world's log does not hold: its cell is left blank."""
 
 
+#: The error recorded for a method a world does not apply to.
+NOT_APPLICABLE = "not applicable"
+
+
 def gbrank_fixed(factory):
     """A gbrank click objective with estimated propensities at the fixed budget of rounds."""
     def fit(d: ClickTrain):
@@ -650,7 +654,7 @@ def run_world(world: World, seed: int, *, n_queries, rounds, max_rounds, threads
             value = float(np.mean(ndcg(test.y, score(test.X), test.group, k=10, per_query=True)))
             error = ""
         except NotApplicable:
-            value, used, error = np.nan, np.nan, "n/a"
+            value, used, error = np.nan, np.nan, NOT_APPLICABLE
         except Exception as exc:  # a method that breaks in a world is a result, not the end of the grid
             value, used, error = np.nan, np.nan, f"{type(exc).__name__}: {exc}"
             print(f"{world.name} seed {seed}: {name} failed: {error}", flush=True)
@@ -662,7 +666,7 @@ def run_world(world: World, seed: int, *, n_queries, rounds, max_rounds, threads
         r["gap_closed"] = (r["ndcg@10"] - by["naive"]) / gap if gap > 0 else np.nan
     print(f"{world.name} seed {seed}: naive {by['naive']:.3f} -> ceiling {by['ceiling']:.3f}; " + ", ".join(
         f"{r['method']} {100 * r['gap_closed']:.0f}%" for r in rows
-        if r["method"] not in ("naive", "ceiling") and r["error"] != "n/a"),
+        if r["method"] not in ("naive", "ceiling") and r["error"] != NOT_APPLICABLE),
         flush=True)
     return rows
 
@@ -693,7 +697,7 @@ def worlds_table(results: pd.DataFrame, worlds) -> str:
             g = part.loc[part["method"] == m, "gap_closed"]
             if g.isna().all():
                 errors = part.loc[part["method"] == m, "error"]
-                cells.append("—" if (errors == "n/a").all() else "failed" if (errors != "").any() else "no gap")
+                cells.append("—" if (errors == NOT_APPLICABLE).all() else "failed" if (errors != "").any() else "no gap")
             elif len(g) == 1:
                 cells.append(f"{100 * g.iloc[0]:.0f}%")
             else:

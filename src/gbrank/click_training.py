@@ -48,6 +48,25 @@ and the refit after :math:`k` rounds ends with the estimate made at its round :m
 the curve judges each round as the refit would stand there, scores and estimate together.
 At :math:`k` up to the objective's ``warmup`` the estimate is still the starting one (each
 position's click rate); where the curve chooses such a round, ``propensity_`` is that.
+
+Comparing objectives
+--------------------
+Each objective's curve judges its rounds with its own estimate of the propensities, and the
+estimates differ between objectives (:func:`gbrank.pbm_listnet` fits them by this very
+likelihood, the IPS objectives by regression-EM on their scores). To compare objectives,
+the held-out fit of each at its chosen round is scored by the same likelihood minimised over
+the temperature and the propensities both, fitted on the held-out clicks:
+:math:`\min_{\tau \ge 0, \theta} \ell(\tau, \theta)`. Every candidate gets the same freedom,
+so the comparison is of how well the scores explain the clicks, whatever the candidate's own
+estimate. On the simulated worlds of the clicks benchmark (500 queries, seeds 0 to 2, the
+held-out fits), choosing between ``ips_ranknet`` and ``pbm_listnet`` this way picked the one
+with the better test NDCG@10 in 67% of the cases, against 56% with each candidate's own
+estimate, and closed 56% of the gap between raw clicks and true labels on average against
+51% for either alone.
+
+With cascade targets (:func:`gbrank.cascade_targets`) the exposure of a held-out row is its
+expected number of examinations, :math:`\sum_s P_{s,i}`, in place of
+:math:`\theta_{p_i}`: known, the same for every round and every candidate.
 """
 
 from __future__ import annotations
@@ -556,7 +575,9 @@ def fit_clicks(
     click likelihood under the position-based model (:func:`click_likelihood`, with the
     temperature profiled and the propensities of each round's fit) is recorded after
     every round, the round that minimises it is chosen, and the objective is trained
-    afresh on every query for that many rounds (its propensities estimated afresh).
+    afresh on every query for that many rounds (its propensities estimated afresh). Of
+    several objectives, the one whose chosen round explains the held-out clicks best is
+    the one refit.
 
     Parameters
     ----------
@@ -577,13 +598,17 @@ def fit_clicks(
         The display position of each row, 1 at the top; -1 for a row logged but never shown
         (no clicks; it takes no part in the loss or the criterion). Required, except with
         cascade targets.
-    objective : gbrank click objective, optional
-        With cascade targets, default ``gbrank.ips_ranknet(propensity=None)``. Otherwise
-        default ``gbrank.ips_ranknet()`` (propensities estimated): of the click objectives
-        the one that closed the most of the gap between raw clicks and true labels, and
-        the least unevenly, on simulated logs with list lengths of 2 to 111 documents,
-        every one or the top 10 shown (see the page on learning from clicks). Known
-        propensities are used as given, in the loss and in the criterion.
+    objective : gbrank click objective or sequence of them, optional
+        The objective to train, or several to compare: each is fitted on the same held-out
+        split and its rounds chosen, and the one whose chosen round explains the held-out
+        clicks best, with propensities fitted on those clicks for every candidate alike
+        (``selection``), is refit. Default: ``gbrank.ips_ranknet()`` and
+        ``gbrank.pbm_listnet()`` (propensities estimated), compared: on simulated worlds
+        (list lengths, fold, click models, see the page on learning from clicks) neither is
+        ahead everywhere, and the comparison closes more of the gap between raw clicks and
+        true labels on average than either alone. With cascade targets, default
+        ``gbrank.ips_ranknet(propensity=None)``. Known propensities are used as given, in the
+        loss and in the criterion of the rounds.
     engine : {"lightgbm", "xgboost"}, default="lightgbm"
     params : dict, optional
         The engine's parameters (``lgb.train``'s or ``xgb.train``'s), e.g. the learning
@@ -600,7 +625,8 @@ def fit_clicks(
     Returns
     -------
     ClickFit
-        ``booster``, ``best_rounds``, ``curve``, ``propensity_`` and ``predict(X)``.
+        ``booster``, ``objective``, ``best_rounds``, ``curve``, ``propensity_``,
+        ``selection`` and ``predict(X)``.
 
     Examples
     --------
