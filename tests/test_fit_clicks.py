@@ -476,3 +476,29 @@ def test_the_default_compares_the_pairwise_and_the_position_based_objectives(log
     assert all(c.mode == "estimate" for c in fit.candidates)
     with pytest.raises(ValueError, match="empty sequence"):
         gbrank.fit_clicks(train.X, clicks.clicks, train.group, position=clicks.position, objective=[])
+
+
+def test_the_criterion_leaves_out_rows_at_positions_the_fit_takes_as_unexamined():
+    # below a fold nobody scrolls past, the estimate takes the clickless positions as never
+    # examined and trains without their rows; the criterion must do the same, or it scores
+    # them as examined and irrelevant and rewards the model for learning the logging order
+    import lightgbm as lgb
+
+    data = make_ranking(200, (15, 15), 10, seed=6)
+    log = simulate_clicks(data.y, data.group, X=data.X, sessions_per_query=50, top_k=15, fold=5,
+                          logging_fraction=0.002, seed=6)
+    held_q = np.arange(data.group.size) % 5 == 0
+    held = np.repeat(held_q, data.group)
+    objective = gbrank.pbm_listnet()
+    dtrain = lgb.Dataset(data.X[~held], log.clicks[~held], group=data.group[~held_q])
+    dvalid = lgb.Dataset(data.X[held], log.clicks[held], group=data.group[held_q], reference=dtrain)
+    metric = HeldOutClickLikelihood(objective, dtrain, log.clicks[held], data.group[held_q], position=log.position[held])
+    booster = lgb.train({"objective": gbrank.engines.with_position(objective, log.position[~held]), "metric": "None",
+                         "verbose": -1, "num_threads": 1}, dtrain, 10, valid_sets=[dvalid], feval=metric.lightgbm)
+    binding = objective.binding(dtrain)
+    np.testing.assert_array_equal(binding.unexamined_, np.arange(1, 16) > 5)
+    below = log.position[held].copy()
+    below[below > 5] = -1
+    value, _ = click_likelihood(booster.predict(data.X[held], raw_score=True), log.clicks[held], data.group[held_q],
+                                position=below, propensity=binding.propensity_)
+    assert metric.curve[-1] == pytest.approx(value, rel=1e-9)

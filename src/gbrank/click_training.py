@@ -42,7 +42,10 @@ it (at :math:`\tau = 0` the scores explain nothing and the position alone is lef
 :math:`\ell` is convex in :math:`\tau` (a log-sum-exp of linear functions), so the profile
 is a one-dimensional convex minimisation.
 
-Rows never shown (position -1) take no part, and a query without clicks contributes nothing.
+Rows never shown (position -1) take no part, nor do the rows at positions an estimate takes
+as never examined (below a fold: see :mod:`gbrank.objectives.propensity`; the fit trains
+without them, and counted as examined without a click they would reward a model for learning
+the logging order), and a query without clicks contributes nothing.
 The propensities are those of the round's own fit: an estimate moves as boosting goes on,
 and the refit after :math:`k` rounds ends with the estimate made at its round :math:`k`, so
 the curve judges each round as the refit would stand there, scores and estimate together.
@@ -288,7 +291,8 @@ class _RoundCriterion:
                 f"the metric got {scores.size} scores for {self._held.n_rows} held-out rows: give it only "
                 "the held-out set (valid_sets / evals), not the training set"
             )
-        value, tau = self._held.loss(scores, self._log_exposure(), None)
+        log_exposure = self._log_exposure()
+        value, tau = self._held.loss(scores, log_exposure, None)
         self.curve.append(value)
         self.temperature.append(tau)
         return value
@@ -308,8 +312,9 @@ class HeldOutClickLikelihood(_RoundCriterion):
     For ``lgb.train(feval=metric.lightgbm, valid_sets=[held_out_set])`` or
     ``xgb.train(custom_metric=metric.xgboost, evals=[(held_out_dmatrix, "held_out")])``:
     after every round it scores the held-out rows with the propensities the objective's fit
-    on ``train_set`` holds at that round (its binding's ``propensity_``; known ones as
-    given), profiles the temperature, and reports ``click_nll`` (lower is better), which
+    on ``train_set`` holds at that round (its binding's ``propensity_``, without the rows at
+    the positions of its ``unexamined_``; known ones as given), profiles the temperature,
+    and reports ``click_nll`` (lower is better), which
     the engines' early stopping can watch. It records each round's value (``curve``), its
     temperature and, for an estimate, the propensities.
 
@@ -330,7 +335,8 @@ class HeldOutClickLikelihood(_RoundCriterion):
         self.objective = objective
         self.train_set = train_set
         self._start(clicks, offsets, position >= 1)
-        self._position = position[self._held.shown]
+        self._rows = (clicks, offsets, position)
+        self._unexamined = np.zeros(0, dtype=bool)
         self._deepest = int(position.max())
         self.propensity: list[np.ndarray] = []
 
@@ -348,9 +354,21 @@ class HeldOutClickLikelihood(_RoundCriterion):
 
     def _log_exposure(self) -> np.ndarray:
         theta = self._theta()
+        clicks, offsets, position = self._rows
         if self.objective.mode == "estimate":
             self.propensity.append(theta.copy())
-        return np.log(theta[self._position - 1])
+            # rows at positions the fit takes as never examined take no part, as in its loss:
+            # counted as examined without a click, they would reward a model for the logging order
+            unexamined = self.objective.binding(self.train_set).unexamined_
+            if not np.array_equal(unexamined, self._unexamined):
+                self._unexamined = unexamined
+                self._held = _HeldOut(clicks, offsets, (position >= 1) & ~unexamined[np.maximum(position, 1) - 1])
+                if self._held.total == 0:
+                    raise ValueError(
+                        "every held-out click is at a position the fit takes as never examined: hold out other "
+                        "queries (another seed), or give the propensities"
+                    )
+        return np.log(theta[position[self._held.shown] - 1])
 
 
 class _ExaminationLikelihood(_RoundCriterion):

@@ -111,6 +111,13 @@ class Binding:
         ``propensity="estimate"``): positions 1..K, relative to position 1."""
         return self.objective._estimate(self.state)
 
+    @property
+    def unexamined_(self) -> np.ndarray:
+        """Of positions 1..K of ``propensity_``, those the estimate takes as never examined
+        (without a click although they would have had several at the rate above them): their
+        rows take no part, as rows never shown, and their ``propensity_`` (1) means nothing."""
+        return self.objective._unexamined_positions(self.state)
+
     def propensity_interval(self, scores, *, n_boot: int = 200, level: float = 0.9, seed: int | None = 0):
         """Bootstrap bounds over queries of the propensity estimate at ``scores`` (the trained
         model's scores on this training set's rows), with the objective's curve and slope:

@@ -346,6 +346,11 @@ class ClickObjective(RankingObjective):
         with fit.lock:
             return fit.theta.copy()
 
+    def _unexamined_positions(self, state) -> np.ndarray:
+        fit = self._fit_of(state)
+        with fit.lock:
+            return state["unexamined"].copy()
+
     def _interval(self, state, scores, *, n_boot: int, level: float, seed):
         """:func:`gbrank.objectives.propensity_trust.propensity_interval` of this training
         set's estimate, with the objective's curve and slope."""
