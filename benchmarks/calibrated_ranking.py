@@ -48,7 +48,7 @@ label ``w l1 + (1 - w) l2`` (``aggregate="label"``), its exponential gain
 ``w (2^l1 - 1) + (1 - w) (2^l2 - 1)`` (``"gain-mix"``, whose DCG is exactly the weighted sum
 of the labels' DCGs). Every model then stops on the validation ``w NDCG1 + (1 - w) NDCG2``
 (the constrained form on NDCG1). ``--purchase-intercept`` sets how sparse the second label
-is (the intercept of its logit: -1 gives about 27% of the documents, -3 about 9%).
+is (the intercept of its logit: -1 gives about 27% of the documents, -3 about 8%).
 
     python benchmarks/calibrated_ranking.py                        # default: a few minutes on 2 cores
     python benchmarks/calibrated_ranking.py --out docs/benchmarks  # the docs' figures and tables
@@ -370,6 +370,9 @@ def main(argv=None) -> None:
                         help="with --pareto-seeds: intercept of the second label's logit (lower: sparser)")
     parser.add_argument("--threads", type=int, default=2, help="LightGBM threads of the two-label models")
     args = parser.parse_args(argv)
+    if not args.pareto_seeds and (args.gain != "linear" or args.purchase_intercept != -1.0):
+        parser.error("--gain and --purchase-intercept are for --pareto-seeds; the default run's part 2 is the "
+                     "figure's, with the linear gain")
     if args.pareto_seeds:
         started = time.perf_counter()
         print("\n".join(over_seeds(args.pareto_seeds, args.queries, args.weights, args.gain,
