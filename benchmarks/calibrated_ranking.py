@@ -33,12 +33,28 @@ points and Pareto front.
 With ``--pareto-seeds``, only part 2, on data generated with each seed, at weights strictly
 between 0 and 1 (at ``w = 0`` and ``w = 1`` the three aggregations train on one label and are
 the same model, so no family can dominate the hand mix there): per seed and weight, each
-family's NDCG@10 on both labels minus the hand mix's, and how many hand-mixed points each
-family's front dominates.
+family's NDCG@10 on both labels minus the hand mix's, how many hand-mixed points each
+family's front dominates, and the gap between the fronts in each direction ``t`` of the
+weights: the family's best ``t * NDCG1 + (1 - t) * NDCG2`` over its points minus the hand
+mix's (the fronts' support functions; one front dominates the other's hull where its gap is
+positive in every direction).
+
+``--gain exp2`` measures NDCG@10 with the gain ``2^l - 1`` (the metrics' default) and trains
+each label with ``gbrank.lambdarank()`` (the same gain) in stochastic, gradient and
+constrained aggregation, against three hand mixes, each trained with
+``gbrank.lambdarank(gain="linear")`` on a label made of ``w`` and the two labels: the mixed
+label ``w l1 + (1 - w) l2`` (``aggregate="label"``), its exponential gain
+``2^(w l1 + (1 - w) l2) - 1`` (``"label-exp"``) and the mix of the labels' gains
+``w (2^l1 - 1) + (1 - w) (2^l2 - 1)`` (``"gain-mix"``, whose DCG is exactly the weighted sum
+of the labels' DCGs). Every model then stops on the validation ``w NDCG1 + (1 - w) NDCG2``
+(the constrained form on NDCG1). ``--purchase-intercept`` sets how sparse the second label
+is (the intercept of its logit: -1 gives about 27% of the documents, -3 about 8%).
 
     python benchmarks/calibrated_ranking.py                        # default: a few minutes on 2 cores
     python benchmarks/calibrated_ranking.py --out docs/benchmarks  # the docs' figures and tables
     python benchmarks/calibrated_ranking.py --pareto-seeds 1 2 3 4 5   # the front over seeds
+    python benchmarks/calibrated_ranking.py --pareto-seeds 1 2 3 4 5 --gain exp2 --queries 2000 \
+        --weights 9 --threads 1 [--purchase-intercept -3]    # exponential gain, per-label objectives
 """
 
 from __future__ import annotations
@@ -189,11 +205,11 @@ def targets(table: pd.DataFrame, alphas) -> list[str]:
 
 
 # --------------------------------------------------------------------------- two labels
-def two_labels(seed: int, n_queries: int):
+def two_labels(seed: int, n_queries: int, intercept: float = -1.0):
     data = make_ranking(n_queries=n_queries, docs_per_query=20, n_features=20, seed=seed)
     rng = np.random.default_rng(seed + 1)
     # a purchase-like label from other features than most of the relevance, and from price
-    logit = 1.5 * data.X[:, 5] - 1.0 * data.X[:, 0] + 0.5 * data.X[:, 6] - 1.0
+    logit = 1.5 * data.X[:, 5] - 1.0 * data.X[:, 0] + 0.5 * data.X[:, 6] + intercept
     second = (rng.uniform(size=data.y.size) < 1 / (1 + np.exp(-logit))).astype(float) * 2
     labels = np.column_stack([data.y, second])
     # split the row indices, carried as the label, to take both label columns along
@@ -202,62 +218,121 @@ def two_labels(seed: int, n_queries: int):
     return [(part.X, labels[part.y.astype(int)], part.group) for part in parts]
 
 
-def pareto_part(n_queries: int, n_weights: int, seed: int = 1, weights=None) -> pd.DataFrame:
+HAND_MIXES = ("label", "label-exp", "gain-mix")
+
+
+def hand_mixed(labels: np.ndarray, w: float, mode: str) -> np.ndarray:
+    """The single label of a hand mix (``--gain exp2``): the mixed label, its exponential
+    gain, or the mix of the labels' exponential gains."""
+    weights = np.array([w, 1 - w])
+    if mode == "label":
+        return labels @ weights
+    if mode == "label-exp":
+        return np.exp2(labels @ weights) - 1
+    return (np.exp2(labels) - 1) @ weights
+
+
+def scalarised_feval(labels: np.ndarray, group: np.ndarray, w: float, gain: str):
+    """LightGBM ``feval``: ``w NDCG1 + (1 - w) NDCG2`` at 10 of the validation rows."""
+    def feval(preds, _):
+        first, second = per_label_ndcg(labels, preds, group, k=10, gain=gain)
+        return "scalarised_ndcg@10", w * first + (1 - w) * second, True
+    return feval
+
+
+def pareto_part(n_queries: int, n_weights: int, seed: int = 1, weights=None, gain: str = "linear",
+                intercept: float = -1.0, threads: int = 2) -> pd.DataFrame:
     import lightgbm as lgb
 
-    (X, labels, group), (Xv, lv, gv), (Xt, lt, gt) = two_labels(seed, n_queries)
+    (X, labels, group), (Xv, lv, gv), (Xt, lt, gt) = two_labels(seed, n_queries, intercept)
     weights = np.linspace(0.0, 1.0, n_weights) if weights is None else np.asarray(weights)
+    hands = HAND_MIXES if gain == "exp2" else ("label",)
     runs = [(mode, w, {"aggregate": mode, "weights": [w, 1 - w]})
-            for mode in ("label", "stochastic", "gradient") for w in weights]
+            for mode in (*hands, "stochastic", "gradient") for w in weights]
     floors = np.linspace(0.5, 0.75, n_weights)
     runs += [("constrained", b, {"aggregate": "constrained", "floors": [b], "penalty": 20.0}) for b in floors]
     rows = []
     for mode, setting, kwargs in runs:
-        objective = gbrank.multi_label(gbrank.lambdarank(gain="linear"), labels, **kwargs)
-        mixed_valid = lv @ np.array(kwargs.get("weights", [1.0, 0.0]))
+        w = kwargs.get("weights", [1.0, 0.0])[0]
+        train_label = labels[:, 0]
+        if gain == "linear":
+            objective = gbrank.multi_label(gbrank.lambdarank(gain="linear"), labels, **kwargs)
+            valid_label = lv @ np.array(kwargs.get("weights", [1.0, 0.0]))
+            feval = gbrank.metrics.lightgbm_feval(["ndcg@10"], gain="linear")
+        else:
+            if mode in hands:
+                train_label = hand_mixed(labels, w, mode)
+                objective = gbrank.lambdarank(gain="linear")
+            else:
+                objective = gbrank.multi_label(gbrank.lambdarank(), labels, **kwargs)
+            valid_label, feval = lv[:, 0], scalarised_feval(lv, gv, w, gain)
         booster = lgb.train(
-            {**PARAMS, "objective": objective},
-            lgb.Dataset(X, labels[:, 0], group=group),
+            {**PARAMS, "num_threads": threads, "objective": objective},
+            lgb.Dataset(X, train_label, group=group),
             num_boost_round=MAX_ROUNDS,
-            valid_sets=[lgb.Dataset(Xv, mixed_valid, group=gv)],
-            feval=gbrank.metrics.lightgbm_feval(["ndcg@10"], gain="linear"),
+            valid_sets=[lgb.Dataset(Xv, valid_label, group=gv)],
+            feval=feval,
             callbacks=[lgb.early_stopping(PATIENCE, verbose=False)],
         )
         scores = booster.predict(Xt, num_iteration=booster.best_iteration)
-        first, second = per_label_ndcg(lt, scores, gt, k=10, gain="linear")
+        first, second = per_label_ndcg(lt, scores, gt, k=10, gain=gain)
         rows.append({"seed": seed, "mode": mode, "setting": setting, "ndcg_label1": first, "ndcg_label2": second,
                      "rounds": booster.best_iteration})
         print(f"{mode:12s} {setting:.2f}  NDCG@10 label 1 {first:.4f}  label 2 {second:.4f}", flush=True)
     return pd.DataFrame(rows)
 
 
-def over_seeds(seeds, n_queries: int, n_weights: int) -> list[str]:
-    """Part 2 on each seed's data at interior weights: the families' differences to the hand
-    mix per weight (mean and range over seeds) and the dominance counts per seed."""
+def over_seeds(seeds, n_queries: int, n_weights: int, gain: str = "linear", intercept: float = -1.0,
+               threads: int = 2) -> list[str]:
+    """Part 2 on each seed's data at interior weights: the families' differences to each hand
+    mix per weight (mean and range over seeds), the gaps between the fronts per direction and
+    the dominance counts per seed."""
     weights = np.linspace(0.0, 1.0, n_weights + 2)[1:-1]
-    points = pd.concat([pareto_part(n_queries, n_weights, seed, weights) for seed in seeds], ignore_index=True)
-    hand = points[points["mode"] == "label"].set_index(["seed", "setting"])[["ndcg_label1", "ndcg_label2"]]
-    lines = ["| family | w | label 1 - hand mix: mean [min, max] | label 2 - hand mix: mean [min, max] | "
-             "seeds better on both |", "|---|---|---|---|---|"]
-    for mode in ("stochastic", "gradient"):
-        own = points[points["mode"] == mode].set_index(["seed", "setting"])[["ndcg_label1", "ndcg_label2"]]
-        diff = (own - hand).reset_index()
-        for w, part in diff.groupby("setting"):
-            cells = [f"{part[c].mean():+.4f} [{part[c].min():+.4f}, {part[c].max():+.4f}]"
-                     for c in ("ndcg_label1", "ndcg_label2")]
-            both = int(((part["ndcg_label1"] > 0) & (part["ndcg_label2"] > 0)).sum())
-            lines.append(f"| {mode} | {w:.2f} | {cells[0]} | {cells[1]} | {both} of {len(part)} |")
-    lines += ["", "| seed | family | front points | hand-mixed front points it dominates | its front points the "
-              "hand-mixed front dominates |", "|---|---|---|---|---|"]
+    points = pd.concat([pareto_part(n_queries, n_weights, seed, weights, gain, intercept, threads)
+                        for seed in seeds], ignore_index=True)
+    columns = ["ndcg_label1", "ndcg_label2"]
+    hands = [mode for mode in HAND_MIXES if mode in set(points["mode"])]
+    lines = ["| family | hand mix | w | label 1 - hand mix: mean [min, max] | label 2 - hand mix: mean [min, max] | "
+             "seeds better on both |", "|---|---|---|---|---|---|"]
+    for hand_mode in hands:
+        hand = points[points["mode"] == hand_mode].set_index(["seed", "setting"])[columns]
+        for mode in ("stochastic", "gradient"):  # the constrained form has floors, not weights
+            own = points[points["mode"] == mode].set_index(["seed", "setting"])[columns]
+            for w, part in (own - hand).reset_index().groupby("setting"):
+                cells = [f"{part[c].mean():+.4f} [{part[c].min():+.4f}, {part[c].max():+.4f}]" for c in columns]
+                both = int(((part["ndcg_label1"] > 0) & (part["ndcg_label2"] > 0)).sum())
+                lines.append(f"| {mode} | {hand_mode} | {w:.2f} | {cells[0]} | {cells[1]} | {both} of {len(part)} |")
+    lines += ["", "| family | hand mix | t | front gap: mean [min, max] | seeds ahead |", "|---|---|---|---|---|"]
+    for hand_mode in hands:
+        for mode in ("stochastic", "gradient", "constrained"):
+            gaps = np.array([front_gaps(part, mode, hand_mode, weights) for _, part in points.groupby("seed")])
+            for t, gap in zip(weights, gaps.T):
+                lines.append(f"| {mode} | {hand_mode} | {t:.2f} | {gap.mean():+.4f} [{gap.min():+.4f}, "
+                             f"{gap.max():+.4f}] | {int((gap > 0).sum())} of {gap.size} |")
+    lines += ["", "| seed | hand mix | family | front points | hand-mixed front points it dominates | its front points "
+              "the hand-mixed front dominates |", "|---|---|---|---|---|---|"]
     for seed, part in points.groupby("seed"):
-        lines += [f"| {seed} " + line for line in dominance(part)]
+        for hand_mode in hands:
+            lines += [f"| {seed} | {hand_mode} " + line for line in dominance(part, hand_mode)]
     return lines
 
 
-def dominance(points: pd.DataFrame) -> list[str]:
-    """For each family, how many of the hand-mixed front's points one of its points dominates
-    or equals, and how many of its own front's points the hand-mixed front dominates."""
-    hand = points[points["mode"] == "label"][["ndcg_label1", "ndcg_label2"]].to_numpy()
+def front_gaps(points: pd.DataFrame, mode: str, hand_mode: str, directions) -> np.ndarray:
+    """In each direction t, the best ``t * NDCG1 + (1 - t) * NDCG2`` of the family's points
+    minus the hand mix's."""
+    t = np.asarray(directions)[:, None]
+
+    def support(name: str) -> np.ndarray:
+        p = points[points["mode"] == name][["ndcg_label1", "ndcg_label2"]].to_numpy()
+        return (t * p[:, 0] + (1 - t) * p[:, 1]).max(axis=1)
+
+    return support(mode) - support(hand_mode)
+
+
+def dominance(points: pd.DataFrame, hand_mode: str = "label") -> list[str]:
+    """For each aggregation, how many of the hand mix's front points one of its points
+    dominates, and how many of its own front's points the hand-mixed front dominates."""
+    hand = points[points["mode"] == hand_mode][["ndcg_label1", "ndcg_label2"]].to_numpy()
     hand = hand[pareto_front(hand)]
     lines = []
     for mode in ("stochastic", "gradient", "constrained"):
@@ -289,13 +364,24 @@ def main(argv=None) -> None:
     parser.add_argument("--out", type=Path, help="directory for the tables, figures and report")
     parser.add_argument("--pareto-seeds", nargs="+", type=int,
                         help="only the two-label part, over these seeds, at interior weights (module notes)")
+    parser.add_argument("--gain", choices=("linear", "exp2"), default="linear",
+                        help="with --pareto-seeds: the NDCG gain measured and trained per label (module notes)")
+    parser.add_argument("--purchase-intercept", type=float, default=-1.0,
+                        help="with --pareto-seeds: intercept of the second label's logit (lower: sparser)")
+    parser.add_argument("--threads", type=int, default=2, help="LightGBM threads of the two-label models")
     args = parser.parse_args(argv)
+    if not args.pareto_seeds and (args.gain != "linear" or args.purchase_intercept != -1.0):
+        parser.error("--gain and --purchase-intercept are for --pareto-seeds; the default run's part 2 is the "
+                     "figure's, with the linear gain")
     if args.pareto_seeds:
-        print("\n".join(over_seeds(args.pareto_seeds, args.queries, args.weights)))
+        started = time.perf_counter()
+        print("\n".join(over_seeds(args.pareto_seeds, args.queries, args.weights, args.gain,
+                                   args.purchase_intercept, args.threads)))
+        print(f"\n{time.perf_counter() - started:.0f} s")
         return
 
     table, differences = calibration_part(args.datasets, args.alphas, args.queries)
-    points = pareto_part(args.queries, args.weights)
+    points = pareto_part(args.queries, args.weights, threads=args.threads)
     report = ["## Calibration", "", markdown(table), "",
               "NDCG@10 minus the best ranking objective's, per test query (95% simultaneous intervals, "
               "Holm-adjusted paired t-tests):", "", markdown(differences), "",
