@@ -72,7 +72,13 @@ from gbrank._data_dir import data_dir
 from gbrank.bench.stats import holm
 from gbrank.datasets import RankingData, load_letor_fold, make_ranking, split_queries
 from gbrank.datasets.clicks import click_probability
-from gbrank.metrics import expected_calibration_error, log_loss, ndcg, pareto_front, per_label_ndcg
+from gbrank.metrics import (
+    expected_calibration_error,
+    log_loss,
+    ndcg,
+    pareto_front,
+    per_label_ndcg,
+)
 
 PARAMS = {"learning_rate": 0.1, "num_leaves": 31, "min_data_in_leaf": 20, "metric": "None", "verbosity": -1,
           "num_threads": 2, "deterministic": True, "force_row_wise": True, "seed": 0}
@@ -292,8 +298,8 @@ def over_seeds(seeds, n_queries: int, n_weights: int, gain: str = "linear", inte
                         for seed in seeds], ignore_index=True)
     columns = ["ndcg_label1", "ndcg_label2"]
     hands = [mode for mode in HAND_MIXES if mode in set(points["mode"])]
-    lines = ["| family | hand mix | w | label 1 - hand mix: mean [min, max] | label 2 - hand mix: mean [min, max] | "
-             "seeds better on both |", "|---|---|---|---|---|---|"]
+    lines = [("| family | hand mix | w | label 1 - hand mix: mean [min, max] | label 2 - hand mix: mean [min, max] | "
+             "seeds better on both |"), "|---|---|---|---|---|---|"]
     for hand_mode in hands:
         hand = points[points["mode"] == hand_mode].set_index(["seed", "setting"])[columns]
         for mode in ("stochastic", "gradient"):  # the constrained form has floors, not weights
@@ -309,8 +315,8 @@ def over_seeds(seeds, n_queries: int, n_weights: int, gain: str = "linear", inte
             for t, gap in zip(weights, gaps.T):
                 lines.append(f"| {mode} | {hand_mode} | {t:.2f} | {gap.mean():+.4f} [{gap.min():+.4f}, "
                              f"{gap.max():+.4f}] | {int((gap > 0).sum())} of {gap.size} |")
-    lines += ["", "| seed | hand mix | family | front points | hand-mixed front points it dominates | its front points "
-              "the hand-mixed front dominates |", "|---|---|---|---|---|---|"]
+    lines += ["", ("| seed | hand mix | family | front points | hand-mixed front points it dominates | its front points "
+              "the hand-mixed front dominates |"), "|---|---|---|---|---|---|"]
     for seed, part in points.groupby("seed"):
         for hand_mode in hands:
             lines += [f"| {seed} | {hand_mode} " + line for line in dominance(part, hand_mode)]
@@ -383,13 +389,13 @@ def main(argv=None) -> None:
     table, differences = calibration_part(args.datasets, args.alphas, args.queries)
     points = pareto_part(args.queries, args.weights, threads=args.threads)
     report = ["## Calibration", "", markdown(table), "",
-              "NDCG@10 minus the best ranking objective's, per test query (95% simultaneous intervals, "
-              "Holm-adjusted paired t-tests):", "", markdown(differences), "",
-              "| dataset | alpha | RCR NDCG@10 - best ranking | within 0.005 | RCR log loss vs logistic | within 2% "
-              "| beats the weighted baseline on one |", "|---|---|---|---|---|---|---|",
+              ("NDCG@10 minus the best ranking objective's, per test query (95% simultaneous intervals, "
+              "Holm-adjusted paired t-tests):"), "", markdown(differences), "",
+              ("| dataset | alpha | RCR NDCG@10 - best ranking | within 0.005 | RCR log loss vs logistic | within 2% "
+              "| beats the weighted baseline on one |"), "|---|---|---|---|---|---|---|",
               *targets(table, args.alphas), "", "## Two labels", "", markdown(points), "",
-              "| family | front points | hand-mixed front points it dominates | its front points the hand-mixed "
-              "front dominates |", "|---|---|---|---|", *dominance(points)]
+              ("| family | front points | hand-mixed front points it dominates | its front points the hand-mixed "
+              "front dominates |"), "|---|---|---|---|", *dominance(points)]
     print("\n".join(report))
     if args.out is not None:
         import matplotlib
