@@ -267,46 +267,7 @@ def click_likelihood(scores, clicks, group=None, *, qid=None, position, propensi
     return held.loss(scores, np.log(theta[position[held.shown] - 1]), tau)
 
 
-class _RoundCriterion:
-    """The held-out criterion recorded after every round, as an engine metric: a subclass
-    says each shown held-out row's log exposure at the round (``_log_exposure``)."""
-
-    _held: _HeldOut
-    train_set: Any
-
-    def _start(self, clicks, offsets, shown) -> None:
-        self._held = _HeldOut(clicks, offsets, shown)
-        if self._held.total == 0:
-            raise ValueError("the held-out rows have no click on a shown row: hold out queries with clicks")
-        self.curve: list[float] = []
-        self.temperature: list[float] = []
-
-    def _log_exposure(self) -> np.ndarray:
-        raise NotImplementedError
-
-    def __call__(self, scores) -> float:
-        scores = np.asarray(scores, dtype=np.float64).ravel()
-        if scores.size != self._held.n_rows:
-            raise ValueError(
-                f"the metric got {scores.size} scores for {self._held.n_rows} held-out rows: give it only "
-                "the held-out set (valid_sets / evals), not the training set"
-            )
-        log_exposure = self._log_exposure()
-        value, tau = self._held.loss(scores, log_exposure, None)
-        self.curve.append(value)
-        self.temperature.append(tau)
-        return value
-
-    def lightgbm(self, preds, data):
-        """LightGBM ``feval``: ``("click_nll", value, False)``."""
-        return METRIC_NAME, self(preds), False
-
-    def xgboost(self, predt, dmat):
-        """XGBoost ``custom_metric``: ``("click_nll", value)`` (minimise it)."""
-        return METRIC_NAME, self(predt)
-
-
-class HeldOutClickLikelihood(_RoundCriterion):
+class HeldOutClickLikelihood:
     r"""The held-out click likelihood (:func:`click_likelihood`) as an engine metric.
 
     For ``lgb.train(feval=metric.lightgbm, valid_sets=[held_out_set])`` or
@@ -340,6 +301,34 @@ class HeldOutClickLikelihood(_RoundCriterion):
         self._deepest = int(position.max())
         self.propensity: list[np.ndarray] = []
 
+    def _start(self, clicks, offsets, shown) -> None:
+        self._held = _HeldOut(clicks, offsets, shown)
+        if self._held.total == 0:
+            raise ValueError("the held-out rows have no click on a shown row: hold out queries with clicks")
+        self.curve: list[float] = []
+        self.temperature: list[float] = []
+
+    def __call__(self, scores) -> float:
+        scores = np.asarray(scores, dtype=np.float64).ravel()
+        if scores.size != self._held.n_rows:
+            raise ValueError(
+                f"the metric got {scores.size} scores for {self._held.n_rows} held-out rows: give it only "
+                "the held-out set (valid_sets / evals), not the training set"
+            )
+        log_exposure = self._log_exposure()
+        value, tau = self._held.loss(scores, log_exposure, None)
+        self.curve.append(value)
+        self.temperature.append(tau)
+        return value
+
+    def lightgbm(self, preds, data):
+        """LightGBM ``feval``: ``("click_nll", value, False)``."""
+        return METRIC_NAME, self(preds), False
+
+    def xgboost(self, predt, dmat):
+        """XGBoost ``custom_metric``: ``("click_nll", value)`` (minimise it)."""
+        return METRIC_NAME, self(predt)
+
     def _theta(self) -> np.ndarray:
         if self.objective.mode == "known":
             return _check_theta(self.objective.propensity, self._deepest)
@@ -371,9 +360,9 @@ class HeldOutClickLikelihood(_RoundCriterion):
         return np.log(theta[position[self._held.shown] - 1])
 
 
-class _ExaminationLikelihood(_RoundCriterion):
+class _ExaminationLikelihood(HeldOutClickLikelihood):
     """The held-out criterion with each row's expected number of examinations as its
-    exposure (cascade targets): the same at every round."""
+    exposure (cascade targets): the same at every round, whatever the objective."""
 
     def __init__(self, clicks, offsets, examinations) -> None:
         self.train_set = None
