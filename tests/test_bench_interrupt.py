@@ -40,6 +40,13 @@ def _command(*args: str) -> list[str]:
     return [sys.executable, "-m", "gbrank.bench", *OPTIONS, *args]
 
 
+# A user's Ctrl-C reaches a benchmark started from a terminal, where SIGINT has its default
+# action. A test runner started in the background inherits SIGINT ignored, and Python then
+# installs no KeyboardInterrupt handler: the benchmark sets it itself here, as a terminal would.
+_WITH_CTRL_C = ("import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                "runpy.run_module('gbrank.bench', run_name='__main__', alter_sys=True)")
+
+
 def _environ() -> dict:
     environ = dict(os.environ)
     environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), environ.get("PYTHONPATH")]))
@@ -60,8 +67,8 @@ def _unbuffered_lines(fd: int):
 
 def _interrupt_after(runs: int, out: Path) -> tuple[int, str, str]:
     """Start the benchmark, send SIGINT once ``runs`` progress lines are out, and wait."""
-    process = subprocess.Popen(_command("--out", str(out)), cwd=ROOT, env=_environ(), stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen([sys.executable, "-c", _WITH_CTRL_C, *OPTIONS, "--out", str(out)], cwd=ROOT,
+                               env=_environ(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # On a loaded machine this reader may lag so far behind that the benchmark finishes before
     # the signal comes. A one-page pipe (about 40 progress lines, of PLANNED = 60), read a byte
     # at a time (a buffered read would empty it), makes the benchmark wait for the reader, so
