@@ -26,11 +26,19 @@ THREADS = {"lightgbm": {"num_threads": 1, "verbose": -1}, "xgboost": {"nthread":
 
 def direct_nll(scores, clicks, group, position, theta, tau):
     """-sum_i c_i log(theta_p e^(tau s_i) / sum_j theta_p_j e^(tau s_j)) per click, a
-    query at a time, over its shown rows, as the position-based model writes it."""
+    query at a time, over its shown rows, as the position-based model writes it: the
+    exposure of a shown row is its position's propensity."""
+    exposure = [theta[p - 1] if p >= 1 else 0.0 for p in position]
+    return direct_exposure_nll(scores, clicks, group, exposure, tau)
+
+
+def direct_exposure_nll(scores, clicks, group, exposure, tau):
+    """The criterion with an exposure per row (a propensity, or the expected examinations of
+    cascade targets) over the rows with one, a query at a time."""
     total, n_clicks, start = 0.0, 0.0, 0
     for size in group:
-        rows = [i for i in range(start, start + size) if position[i] >= 1]
-        weights = {i: theta[position[i] - 1] * math.exp(tau * scores[i]) for i in rows}
+        rows = [i for i in range(start, start + size) if exposure[i] > 0]
+        weights = {i: exposure[i] * math.exp(tau * scores[i]) for i in rows}
         norm = sum(weights.values())
         for i in rows:
             if clicks[i] > 0:
@@ -353,22 +361,6 @@ def test_query_ids_give_the_fit_of_query_sizes(log):
 
 
 # ----------------------------------------------------------------------------- cascade targets
-def direct_exposure_nll(scores, clicks, group, exposure, tau):
-    """The criterion with each row's own exposure (its expected examinations) in place of
-    its position's propensity, over the rows with an exposure, a query at a time."""
-    total, n_clicks, start = 0.0, 0.0, 0
-    for size in group:
-        rows = [i for i in range(start, start + size) if exposure[i] > 0]
-        weights = {i: exposure[i] * math.exp(tau * scores[i]) for i in rows}
-        norm = sum(weights.values())
-        for i in rows:
-            if clicks[i] > 0:
-                total -= clicks[i] * math.log(weights[i] / norm)
-                n_clicks += clicks[i]
-        start += size
-    return total / n_clicks
-
-
 @pytest.fixture(scope="module")
 def cascade_log():
     data = make_ranking(200, (3, 20), 10, noise=0.5, seed=5)
@@ -426,9 +418,8 @@ def test_the_cascade_refit_trains_on_every_examined_row(engine, cascade_log):
     np.testing.assert_allclose(fit.predict(test.X), gbrank.engines.predict(booster, test.X), rtol=1e-6, atol=1e-9)
 
 
-def test_cascade_targets_refuse_positions_and_propensities(log, cascade_log):
+def test_cascade_targets_refuse_positions_and_propensities(cascade_log):
     train, _, targets = cascade_log
-    _, _, clicks = log
     with pytest.raises(ValueError, match="position is not used with cascade targets"):
         gbrank.fit_clicks(train.X, targets, train.group, position=np.ones(train.y.size, dtype=int))
     for objective in (gbrank.ips_ranknet(), gbrank.pbm_listnet(propensity=None), gbrank.listnet()):

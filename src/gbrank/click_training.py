@@ -141,8 +141,13 @@ class _HeldOut:
             raise ValueError("the scores of the held-out rows are not all finite")
         if tau is None:
             tau = self._profile(s, log_theta)
+        value, _ = self._at(s, tau, log_theta)
+        return value, tau
+
+    def _at(self, s: np.ndarray, tau: float, log_theta: np.ndarray) -> tuple[float, np.ndarray]:
+        """The criterion (per click) and each shown row's log pi at the temperature ``tau``."""
         log_pi, _, _ = self._moments(s, tau, log_theta)
-        return -float(np.sum(self.clicks * log_pi)) / self.total, tau
+        return -float(np.sum(self.clicks * log_pi)) / self.total, log_pi
 
     def _profile(self, s: np.ndarray, log_theta: np.ndarray) -> float:
         # the loss is convex in tau, so its derivative is increasing: a safeguarded Newton
@@ -204,16 +209,18 @@ def _profiled_loss(scores, clicks, offsets, position) -> float:
     clicked = clicked_at > 0
     held = _HeldOut(clicks, offsets, shown & clicked[at])
     pos = at[held.shown]
+    s = np.asarray(scores, dtype=np.float64)[held.shown]
+    if not np.isfinite(s).all():
+        raise ValueError("the scores of the held-out rows are not all finite")
     log_theta = np.zeros(clicked_at.size)
     value = np.inf
     for _ in range(_THETA_ITERATIONS):
         z = log_theta[pos]
-        new, tau = held.loss(scores, z, None)
+        new, log_pi = held._at(s, held._profile(s, z), z)
         done = value - new <= _TAU_TOLERANCE * abs(new)
         value = min(value, new)
         if done:
             break
-        log_pi, _, _ = held._moments(np.asarray(scores, dtype=np.float64)[held.shown], tau, z)
         expected = np.bincount(pos, weights=held.query_clicks[held.query] * np.exp(log_pi),
                                minlength=clicked_at.size)
         log_theta[clicked] += np.log(clicked_at[clicked]) - np.log(expected[clicked])
@@ -528,6 +535,11 @@ class ClickFit:
         return _engines.predict(self.booster, X, self.best_rounds)
 
 
+def _take(X, rows: np.ndarray):
+    """The rows of ``X`` (an array, a DataFrame or a sparse matrix) at positions ``rows``."""
+    return X.iloc[rows] if hasattr(X, "iloc") else X[rows]
+
+
 def _train(engine: str, params: dict, X, clicks, sizes, objective, position, rounds: int, n_positions: int,
            metric: tuple | None = None):
     """Train ``rounds`` rounds; returns the booster and the training set (whose binding holds
@@ -673,7 +685,6 @@ def fit_clicks(
         candidates = [objective]
     if not hasattr(X, "shape"):
         X = np.asarray(X)
-    take = (lambda idx: X.iloc[idx]) if hasattr(X, "iloc") else (lambda idx: X[idx])
     if cascade:
         if position is not None:
             raise ValueError(
@@ -683,8 +694,7 @@ def fit_clicks(
         for candidate in candidates:
             _check_cascade_objective(candidate)
         rows, labels, clicks, examinations, offsets, queries = _cascade_log(X, clicks, group, qid)
-        X = take(rows)
-        take = (lambda idx: X.iloc[idx]) if hasattr(X, "iloc") else (lambda idx: X[idx])
+        X = _take(X, rows)
         counted = clicks
     else:
         for candidate in candidates:
@@ -717,9 +727,9 @@ def fit_clicks(
             # each fit's estimate lives in the binding of its own training set: one objective serves both
             metric = HeldOutClickLikelihood(candidate, None, clicks[rows], sizes[held_queries],
                                             position=position[rows])
-        booster, _ = _train(engine, params, take(fit_rows), labels[fit_rows], sizes[~held_queries], candidate,
+        booster, _ = _train(engine, params, _take(X, fit_rows), labels[fit_rows], sizes[~held_queries], candidate,
                             train_position, max_rounds, n_positions,
-                            metric=(take(rows), labels[rows], sizes[held_queries], metric))
+                            metric=(_take(X, rows), labels[rows], sizes[held_queries], metric))
         curve = np.asarray(metric.curve)
         if curve.size != max_rounds:
             raise RuntimeError(f"the held-out criterion was recorded {curve.size} times in {max_rounds} rounds")
@@ -727,7 +737,7 @@ def fit_clicks(
         if cascade:
             score = float(curve[best - 1])
         else:
-            held_scores = _engines.predict(booster, take(rows), best)
+            held_scores = _engines.predict(booster, _take(X, rows), best)
             score = _profiled_loss(held_scores, clicks[rows], held_offsets, position[rows])
         fits.append((candidate, booster, metric, curve, best, score))
     selection = np.array([fit[-1] for fit in fits])
