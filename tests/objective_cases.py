@@ -11,7 +11,7 @@ and call them again (pytest builds its parametrization at import).
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -116,3 +116,51 @@ def label_kind(case: Case) -> str:
     if gain == "exp2" or "max_label" in params:
         return "exp2"
     return "order" if gain is None else "any"
+
+
+def case_labels(case: Case, labels):
+    """The catalogue's graded labels as the case takes them: as given, or for an objective
+    of 0/1 labels (``labels="binary"``) whether each is above 0."""
+    if case.spec.labels != "binary":
+        return labels
+    labels = np.asarray(labels)
+    return (labels > 0).astype(labels.dtype if labels.dtype.kind == "f" else np.float64)
+
+
+def case_data(case: Case, data):
+    """``(X, labels, sizes)`` with the labels as the case takes them (:func:`case_labels`)."""
+    X, labels, sizes = data
+    return X, case_labels(case, labels), sizes
+
+
+class _LabelsAsTaken:
+    """The objective of a case fed the catalogue's graded labels as the case takes them
+    (:func:`case_labels`), for the catalogues that call ``grad_hess`` and ``loss`` only."""
+
+    def __init__(self, case: Case, objective) -> None:
+        self.case, self.objective = case, objective
+
+    def __getattr__(self, name: str):
+        return getattr(self.objective, name)
+
+    def grad_hess(self, y, *args, **kwargs):
+        return self.objective.grad_hess(case_labels(self.case, y), *args, **kwargs)
+
+    def loss(self, y, *args, **kwargs):
+        return self.objective.loss(case_labels(self.case, y), *args, **kwargs)
+
+
+def case_factory(case: Case):
+    """``case.build``, its objective fed the labels as the case takes them."""
+    if case.spec.labels != "binary":
+        return case.build
+    return lambda **overrides: _LabelsAsTaken(case, case.build(**overrides))
+
+
+def spec_data(name: str, data):
+    """A :class:`gbrank.datasets.RankingData` with the labels as the registered objective
+    ``name`` takes them (:func:`case_labels`)."""
+    spec = registry.get(name)
+    if spec.labels != "binary":
+        return data
+    return replace(data, y=case_labels(Case(name, spec), data.y))

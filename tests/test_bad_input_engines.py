@@ -13,7 +13,7 @@ import pytest
 import gbrank
 from gbrank.groups import qid_to_sizes
 from helpers import ENGINES, TINY_LGB_PARAMS, TINY_XGB_PARAMS, Spy, small_data, train_on
-from objective_cases import ids, label_kind, objective_cases
+from objective_cases import case_data, ids, label_kind, objective_cases
 
 lgb = pytest.importorskip("lightgbm")
 xgb = pytest.importorskip("xgboost")
@@ -30,7 +30,7 @@ CASES = catalogue()
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("case", CASES, ids=ids(CASES))
 def test_nan_features_are_missing_values(engine, case):
-    X, y, sizes = small_data(seed=1)
+    X, y, sizes = case_data(case, small_data(seed=1))
     X[::4, 0] = np.nan
     X[1::5, 2] = np.nan
     _, pred = train_on(engine, case.build(), X, y, sizes)
@@ -39,7 +39,7 @@ def test_nan_features_are_missing_values(engine, case):
 
 @pytest.mark.parametrize("case", CASES, ids=ids(CASES))
 def test_infinite_features(case):
-    X, y, sizes = small_data(seed=2)
+    X, y, sizes = case_data(case, small_data(seed=2))
     X[3, 1] = np.inf
     X[7, 1] = -np.inf
     # LightGBM bins +-inf with the extreme values
@@ -52,7 +52,7 @@ def test_infinite_features(case):
 
 @pytest.mark.parametrize("case", CASES, ids=ids(CASES))
 def test_nan_initial_scores(case):
-    X, y, sizes = small_data(seed=3)
+    X, y, sizes = case_data(case, small_data(seed=3))
     init = np.zeros(len(y))
     init[int(sizes[0]) + 2] = np.nan
     where = rf"row {int(sizes[0]) + 2} \(query 1\)"
@@ -67,7 +67,7 @@ def test_nan_initial_scores(case):
 @pytest.mark.parametrize("engine", ["lgb.train", "xgb.train"])
 @pytest.mark.parametrize("case", CASES, ids=ids(CASES))
 def test_huge_initial_scores(engine, case):
-    X, y, sizes = small_data(seed=4)
+    X, y, sizes = case_data(case, small_data(seed=4))
     init = np.where(np.arange(len(y)) % 2, 1e30, -1e30)
     spy = Spy(case.build())
     _, pred = train_on(engine, spy, X, y, sizes, init_score=init)
@@ -84,7 +84,7 @@ def test_huge_initial_scores(engine, case):
 ])
 @pytest.mark.parametrize("case", CASES, ids=ids(CASES))
 def test_data_without_groups(engine, message, case):
-    X, y, _ = small_data(seed=5)
+    X, y, _ = case_data(case, small_data(seed=5))
     with pytest.raises(ValueError, match=message):
         train_on(engine, case.build(), X, y, None)
 
@@ -107,7 +107,7 @@ def test_engines_reject_groups_that_do_not_sum_to_the_rows(engine, error, messag
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("case", CASES, ids=ids(CASES))
 def test_zero_size_group_in_an_engine(engine, case):
-    X, y, sizes = small_data(seed=7)
+    X, y, sizes = case_data(case, small_data(seed=7))
     group = np.insert(sizes, 2, 0)
     with pytest.raises(ValueError, match=r"group\[2\] = 0 \(query 2 has no documents\)"):
         train_on(engine, case.build(), X, y, group)
@@ -125,7 +125,7 @@ def test_xgboost_rejects_unsorted_qid():
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("case", CASES, ids=ids(CASES))
 def test_negative_label_in_an_engine(engine, case):
-    X, y, sizes = small_data(seed=9)
+    X, y, sizes = case_data(case, small_data(seed=9))
     y[int(sizes[0]) + 1] = -1
     with pytest.raises(ValueError, match=rf"y_true must be non-negative; y_true\[{int(sizes[0]) + 1}\] = -1 at row {int(sizes[0]) + 1} \(query 1\)"):
         train_on(engine, case.build(), X, y, sizes)
@@ -134,11 +134,14 @@ def test_negative_label_in_an_engine(engine, case):
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("case", CASES, ids=ids(CASES))
 def test_label_above_the_gain_table_in_an_engine(engine, case):
-    X, y, sizes = small_data(seed=10)
+    X, y, sizes = case_data(case, small_data(seed=10))
     row = int(sizes[0]) + 1
     y[row] = 40
     if label_kind(case) == "exp2":
         with pytest.raises(ValueError, match=rf"y_true\[{row}\] = 40 at row {row} \(query 1\) exceeds the largest supported label 31"):
+            train_on(engine, case.build(), X, y, sizes)
+    elif label_kind(case) == "binary":
+        with pytest.raises(ValueError, match=rf"binary .*y_true\[{row}\] = 40 at row {row} \(query 1\)"):
             train_on(engine, case.build(), X, y, sizes)
     else:
         assert np.isfinite(train_on(engine, case.build(), X, y, sizes)[1]).all()
@@ -159,7 +162,7 @@ def test_nan_label_in_an_engine():
 @pytest.mark.parametrize("case", CASES, ids=ids(CASES))
 @pytest.mark.parametrize("labels", ["all-equal", "single-document"])
 def test_data_without_order_trains_a_constant_model(engine, case, labels):
-    X, y, sizes = small_data(seed=12)
+    X, y, sizes = case_data(case, small_data(seed=12))
     if labels == "all-equal":
         y = np.ones_like(y)
     else:
@@ -187,7 +190,7 @@ def test_empty_dataset_in_an_engine(engine, error, message):
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("case", CASES, ids=ids(CASES))
 def test_zero_weights_in_an_engine(engine, case):
-    X, y, sizes = small_data(seed=14)
+    X, y, sizes = case_data(case, small_data(seed=14))
     weight = np.ones(len(y))
     weight[: sizes[0] + sizes[1]] = 0.0  # the first two queries
     if engine == "LGBMRanker":  # calls objective(y_true, y_pred, weight, group): nothing to spy on
@@ -216,7 +219,7 @@ def test_all_zero_weights_train_a_constant_model(engine):
 ])
 @pytest.mark.parametrize("case", CASES, ids=ids(CASES))
 def test_negative_weights_in_an_engine(engine, error, message, case):
-    X, y, sizes = small_data(seed=16)
+    X, y, sizes = case_data(case, small_data(seed=16))
     weight = np.ones(len(y))
     weight[: sizes[0]] = -1.0
     with pytest.raises(error, match=message):
@@ -249,8 +252,8 @@ def test_engines_reject_labels_of_the_wrong_length(engine, error, message):
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("case", CASES, ids=ids(CASES))
 def test_objective_reused_across_trainings(engine, case):
-    A = small_data(seed=19)
-    B = small_data(seed=20, n_queries=4)
+    A = case_data(case, small_data(seed=19))
+    B = case_data(case, small_data(seed=20, n_queries=4))
     obj = case.build()
     first = train_on(engine, obj, *A)[0]
     other = train_on(engine, obj, *B)[0]
@@ -262,7 +265,7 @@ def test_objective_reused_across_trainings(engine, case):
 @pytest.mark.parametrize("engine", ["lgb.train", "xgb.train"])
 @pytest.mark.parametrize("case", CASES, ids=ids(CASES))
 def test_float32_and_float64_features_train_the_same_model(engine, case):
-    X, y, sizes = small_data(seed=21)
+    X, y, sizes = case_data(case, small_data(seed=21))
     X32 = X.astype(np.float32)
     m32 = train_on(engine, case.build(), X32, y.astype(np.float32), sizes)[0]
     m64 = train_on(engine, case.build(), X32.astype(np.float64), y, sizes)[0]

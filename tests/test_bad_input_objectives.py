@@ -15,7 +15,7 @@ import pytest
 import gbrank
 from gbrank.groups import qid_to_sizes
 from helpers import G, S, Y, at_row6, check_finite
-from objective_cases import Case, ids, label_kind, linear_gain, objective_cases
+from objective_cases import Case, case_labels, ids, label_kind, linear_gain, objective_cases
 
 
 def catalogue():
@@ -36,9 +36,9 @@ def test_objective_non_finite_score_is_named(case, bad, shown):
     obj = case.build()
     message = rf"y_pred contains {shown} at row 6 \(query 1\); scores must be finite"
     with pytest.raises(ValueError, match=message):
-        obj.grad_hess(Y, at_row6(S, bad), G)
+        obj.grad_hess(case_labels(case, Y), at_row6(S, bad), G)
     with pytest.raises(ValueError, match=message):
-        obj.loss(Y, at_row6(S, bad), G)
+        obj.loss(case_labels(case, Y), at_row6(S, bad), G)
 
 
 @pytest.mark.parametrize("case", CASES, ids=ids(CASES))
@@ -54,7 +54,7 @@ def test_objective_non_finite_score_is_named(case, bad, shown):
 )
 def test_objective_bad_groups_are_named(case, group, message):
     with pytest.raises(ValueError, match=message):
-        case.build().grad_hess(Y, S, group)
+        case.build().grad_hess(case_labels(case, Y), S, group)
 
 
 @pytest.mark.parametrize("call, message", [
@@ -86,7 +86,7 @@ def test_qid_must_be_contiguous_and_may_be_unsorted():
 )
 def test_objective_bad_label_is_named(case, bad, message):
     with pytest.raises(ValueError, match=message):
-        case.build().grad_hess(at_row6(Y, bad), S, G)
+        case.build().grad_hess(at_row6(case_labels(case, Y), bad), S, G)
 
 
 @pytest.mark.parametrize("case", EXP2, ids=ids(EXP2))
@@ -98,7 +98,7 @@ def test_objective_bad_label_is_named(case, bad, message):
 )
 def test_exp2_objectives_reject_labels_outside_the_gain_table(case, bad, message):
     with pytest.raises(ValueError, match=message):
-        case.build().grad_hess(at_row6(Y, bad), S, G)
+        case.build().grad_hess(at_row6(case_labels(case, Y), bad), S, G)
 
 
 @pytest.mark.parametrize("case", ORDER_ONLY, ids=ids(ORDER_ONLY))
@@ -127,9 +127,9 @@ def test_objective_non_numeric_labels(case):
 def test_queries_without_order_get_zero_gradient(case, labels):
     obj = case.build()
     if labels == "all-equal":
-        y, group = np.full(9, 2.0), G
+        y, group = case_labels(case, np.full(9, 2.0)), G
     else:
-        y, group = Y, [1] * 9
+        y, group = case_labels(case, Y), [1] * 9
     grad, hess = obj.grad_hess(y, S, group)
     if not obj.ignores_orderless_queries and (labels == "all-equal" or not obj.shift_invariant):
         # documented: the loss keeps every query (the click objectives' unbiased estimate), and
@@ -160,8 +160,8 @@ def test_extreme_scores_stay_finite_and_exact(case, magnitude):
     rng = np.random.default_rng(3)
     for s in (np.sign(rng.normal(size=9)) * magnitude, rng.normal(size=9) * magnitude,
               np.where(np.arange(9) % 2, magnitude, -magnitude)):
-        check_finite(obj, Y, s, G)
-        assert np.isfinite(obj.loss(Y, s, G))
+        check_finite(obj, case_labels(case, Y), s, G)
+        assert np.isfinite(obj.loss(case_labels(case, Y), s, G))
 
 
 @pytest.mark.parametrize("magnitude", [1e4, 1e30, 1e300])
@@ -228,14 +228,14 @@ def test_scores_near_the_float64_maximum_keep_finite_gradients(case):
     # the loss itself may overflow to inf here (score gaps beyond 1e308), the gradient must not
     s = np.array([1.7e308, -1.7e308, 1e308, 0.0, 1.7e308, 1.7e308, -1.7e308, 5.0, 8e307])
     with np.errstate(over="ignore", invalid="ignore"):
-        check_finite(case.build(), Y, s, G)
+        check_finite(case.build(), case_labels(case, Y), s, G)
 
 
 @pytest.mark.parametrize("case", CASES, ids=ids(CASES))
 def test_ten_thousand_document_query(case):
     rng = np.random.default_rng(4)
     n = 10_000
-    y = rng.integers(0, 5, size=n).astype(float)
+    y = case_labels(case, rng.integers(0, 5, size=n).astype(float))
     s = rng.uniform(-1e4, 1e4, size=n)
     obj = case.build()
     grad, _ = check_finite(obj, y, s, [n])
@@ -249,8 +249,8 @@ def test_float32_inputs_give_the_float64_result(case):
     s32 = rng.normal(size=9).astype(np.float32)
     w32 = rng.uniform(0.5, 2.0, size=9).astype(np.float32)
     obj = case.build()
-    out32 = obj.grad_hess(Y.astype(np.float32), s32, np.array(G, dtype=np.int32), w32)
-    out64 = obj.grad_hess(Y, s32.astype(np.float64), G, w32.astype(np.float64))
+    out32 = obj.grad_hess(case_labels(case, Y).astype(np.float32), s32, np.array(G, dtype=np.int32), w32)
+    out64 = obj.grad_hess(case_labels(case, Y), s32.astype(np.float64), G, w32.astype(np.float64))
     for a, b in zip(out32, out64):
         assert a.dtype == np.float64
         np.testing.assert_array_equal(a, b)
@@ -261,14 +261,14 @@ def test_zero_weights_silence_rows(case):
     obj = case.build()
     weight = np.ones(9)
     weight[[1, 6]] = 0.0
-    grad, hess = obj.grad_hess(Y, S, G, weight)
-    grad1, hess1 = obj.grad_hess(Y, S, G)
+    grad, hess = obj.grad_hess(case_labels(case, Y), S, G, weight)
+    grad1, hess1 = obj.grad_hess(case_labels(case, Y), S, G)
     np.testing.assert_array_equal(grad[[1, 6]], 0.0)
     np.testing.assert_array_equal(hess[[1, 6]], 0.0)
     keep = weight > 0
     np.testing.assert_array_equal(grad[keep], grad1[keep])
     np.testing.assert_array_equal(hess[keep], hess1[keep])
-    zero = obj.grad_hess(Y, S, G, np.zeros(9))
+    zero = obj.grad_hess(case_labels(case, Y), S, G, np.zeros(9))
     np.testing.assert_array_equal(zero[0], 0.0)
     np.testing.assert_array_equal(zero[1], 0.0)
 
@@ -282,22 +282,22 @@ def test_zero_weights_silence_rows(case):
 )
 def test_bad_weight_is_named(case, bad, message):
     with pytest.raises(ValueError, match=message):
-        case.build().grad_hess(Y, S, G, at_row6(np.ones(9), bad))
+        case.build().grad_hess(case_labels(case, Y), S, G, at_row6(np.ones(9), bad))
 
 
 @pytest.mark.parametrize("case", CASES, ids=ids(CASES))
 @pytest.mark.parametrize(
     "call, message",
-    [(lambda o: o.grad_hess(Y, S[:8], G), r"y_pred has 8 rows but the labels have 9"),
-     (lambda o: o.grad_hess(Y, np.stack([S, S], axis=1), G), r"y_pred must be one-dimensional, got shape \(9, 2\)"),
-     (lambda o: o.grad_hess(Y, S, G, np.ones(8)), r"weight has shape \(8,\) but there are 9 rows"),
-     (lambda o: o.grad_hess(Y[:8], S, [4, 4]), r"y_pred has 9 rows but the labels have 8"),
-     (lambda o: o.loss(Y, S[:8], G), r"y_pred has 8 rows but the labels have 9")],
+    [(lambda o, y: o.grad_hess(y, S[:8], G), r"y_pred has 8 rows but the labels have 9"),
+     (lambda o, y: o.grad_hess(y, np.stack([S, S], axis=1), G), r"y_pred must be one-dimensional, got shape \(9, 2\)"),
+     (lambda o, y: o.grad_hess(y, S, G, np.ones(8)), r"weight has shape \(8,\) but there are 9 rows"),
+     (lambda o, y: o.grad_hess(y[:8], S, [4, 4]), r"y_pred has 9 rows but the labels have 8"),
+     (lambda o, y: o.loss(y, S[:8], G), r"y_pred has 8 rows but the labels have 9")],
     ids=["scores", "2d-scores", "weights", "labels", "loss"],
 )
 def test_mismatched_lengths_are_named(case, call, message):
     with pytest.raises(ValueError, match=message):
-        call(case.build())
+        call(case.build(), case_labels(case, Y))
 
 
 def test_no_warning_leaks_from_valid_input():
@@ -306,5 +306,5 @@ def test_no_warning_leaks_from_valid_input():
         warnings.simplefilter("error")
         for case in CASES:
             obj = case.build()
-            obj.grad_hess(Y, S, G)
-            obj.loss(Y, S, G)
+            obj.grad_hess(case_labels(case, Y), S, G)
+            obj.loss(case_labels(case, Y), S, G)

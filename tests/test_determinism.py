@@ -18,7 +18,7 @@ import pytest
 
 import gbrank
 from helpers import lgb_params, small_data, xgb_params
-from objective_cases import ids, objective_cases, randomised
+from objective_cases import case_data, ids, objective_cases, randomised
 
 lgb = pytest.importorskip("lightgbm")
 xgb = pytest.importorskip("xgboost")
@@ -91,18 +91,19 @@ TRAIN = {"lgb.train": lgb_model, "LGBMRanker": ranker_model, "xgb.train": xgb_mo
 @pytest.mark.parametrize("case", CASES, ids=ids(CASES))
 def test_same_seeds_give_bit_identical_models(engine, case):
     train = TRAIN[engine]
-    first = train(case.build(seed=11), DATA_A)
-    assert train(case.build(seed=11), DATA_A) == first  # a fresh object
+    data_a, data_b = case_data(case, DATA_A), case_data(case, DATA_B)
+    first = train(case.build(seed=11), data_a)
+    assert train(case.build(seed=11), data_a) == first  # a fresh object
     reused = case.build(seed=11)
-    train(reused, DATA_B)
-    assert train(reused, DATA_A) == first  # an object that trained on other data before
-    assert train(copy.deepcopy(reused), DATA_A) == first  # a copy, as lgb.train makes
+    train(reused, data_b)
+    assert train(reused, data_a) == first  # an object that trained on other data before
+    assert train(copy.deepcopy(reused), data_a) == first  # a copy, as lgb.train makes
 
 
 @pytest.mark.parametrize("case", CASES, ids=ids(CASES))
 def test_the_models_train_and_are_not_trivial(case):
     # guards the comparisons above: every objective grows real trees on this data
-    booster = xgb_booster(case.build(), DATA_A)
+    booster = xgb_booster(case.build(), case_data(case, DATA_A))
     X, y, sizes = DATA_A
     pred = booster.predict(xgb.DMatrix(X))
     assert np.isfinite(pred).all() and np.unique(pred).size > 10
@@ -168,16 +169,17 @@ def test_one_objective_in_two_threads_gives_the_sequential_models(engine, case):
         def train(data):
             return xgb_model(obj, data, params)
 
-    sequential = [train(DATA_A), train(DATA_B)]
-    assert run_in_threads([lambda: train(DATA_A), lambda: train(DATA_B)]) == sequential
-    assert run_in_threads([lambda: train(DATA_B), lambda: train(DATA_A)]) == sequential[::-1]
+    data_a, data_b = case_data(case, DATA_A), case_data(case, DATA_B)
+    sequential = [train(data_a), train(data_b)]
+    assert run_in_threads([lambda: train(data_a), lambda: train(data_b)]) == sequential
+    assert run_in_threads([lambda: train(data_b), lambda: train(data_a)]) == sequential[::-1]
 
 
 @pytest.mark.parametrize("case", CASES, ids=ids(CASES))
 def test_concurrent_calls_on_many_datasets(case):
     # six datasets through one object from three threads: more than its cache holds, so
     # states are evicted and rebuilt while other threads read them
-    datasets = [make_data(10 + i, n_queries=6) for i in range(6)]
+    datasets = [case_data(case, make_data(10 + i, n_queries=6)) for i in range(6)]
     rng = np.random.default_rng(0)
     scores = [rng.normal(size=d[1].size) for d in datasets]
     obj = case.build(seed=9)

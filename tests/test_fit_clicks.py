@@ -469,6 +469,23 @@ def test_the_default_compares_the_pairwise_and_the_position_based_objectives(log
         gbrank.fit_clicks(train.X, clicks.clicks, train.group, position=clicks.position, objective=[])
 
 
+def test_the_default_for_binary_clicks_is_the_cloglog_likelihood(log):
+    train, _, clicks = log
+    binary = (clicks.clicks > 0).astype(float)
+    fit = gbrank.fit_clicks(train.X, binary, train.group, position=clicks.position, params=THREADS["lightgbm"],
+                            max_rounds=5)
+    assert [c.factory for c in fit.candidates] == ["pbm_cloglog"] and fit.candidates[0].mode == "estimate"
+    given = gbrank.fit_clicks(train.X, binary, train.group, position=clicks.position, params=THREADS["lightgbm"],
+                              max_rounds=5, objective=gbrank.pbm_cloglog())
+    assert given.best_rounds == fit.best_rounds
+    np.testing.assert_array_equal(given.predict(train.X), fit.predict(train.X))
+    # one count above 1 and the clicks are counts: the click-count objectives
+    binary[np.flatnonzero(binary)[0]] = 2.0
+    fit = gbrank.fit_clicks(train.X, binary, train.group, position=clicks.position, params=THREADS["lightgbm"],
+                            max_rounds=2)
+    assert [c.factory for c in fit.candidates] == ["ips_ranknet", "pbm_listnet"]
+
+
 def test_the_criterion_leaves_out_rows_at_positions_the_fit_takes_as_unexamined():
     # below a fold nobody scrolls past, the estimate takes the clickless positions as never
     # examined and trains without their rows; the criterion must do the same, or it scores

@@ -10,7 +10,7 @@ import pytest
 import gbrank
 import gbrank.objectives
 from helpers import random_queries
-from objective_cases import ids, objective_cases
+from objective_cases import case_labels, ids, objective_cases
 
 
 def catalogue():
@@ -32,6 +32,7 @@ def test_the_factory_is_exported_by_the_package(case):
 def test_a_pickled_objective_is_the_same_objective(case):
     obj = case.build()
     labels, scores, sizes = random_queries(7, 5, min_docs=2, max_docs=30, scale=2.0)
+    labels = case_labels(case, labels)
     clone = pickle.loads(pickle.dumps(obj))
     assert type(clone) is type(obj) and repr(clone) == repr(obj)
     for a, b in zip(clone.grad_hess(labels, scores, sizes), obj.grad_hess(labels, scores, sizes)):

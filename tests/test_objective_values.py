@@ -18,6 +18,7 @@ from sklearn.base import clone
 
 import gbrank
 from gbrank.objectives import registry
+from objective_cases import Case, case_labels
 
 CASES = [
     pytest.param(spec.name, kwargs, id=f"{spec.name}-{i}")
@@ -30,10 +31,13 @@ def build(name, kwargs):
     return registry.get(name).factory()(**kwargs)
 
 
-def data(seed=0):
+def data(seed=0, name=None):
+    """Labels 0..3 (0/1 for an objective of binary labels), scores, sizes."""
     rng = np.random.default_rng(seed)
     sizes = rng.integers(3, 9, size=12)
     y = rng.integers(0, 4, size=sizes.sum()).astype(float)
+    if name is not None:
+        y = case_labels(Case(name, registry.get(name)), y)
     return y, rng.normal(size=sizes.sum()), sizes
 
 
@@ -44,7 +48,7 @@ def public_settings(obj):
 @pytest.mark.parametrize("name, kwargs", CASES)
 def test_settings_cannot_change_after_construction(name, kwargs):
     obj = build(name, kwargs)
-    y, s, g = data()
+    y, s, g = data(name=name)
     before_repr, before = repr(obj), obj.grad_hess(y, s, g)
     settings = public_settings(obj)
     assert "hess_scale" in settings and "hess_floor" in settings
@@ -68,7 +72,7 @@ def test_settings_cannot_change_after_construction(name, kwargs):
 @pytest.mark.parametrize("name, kwargs", CASES)
 def test_copies_say_and_compute_what_the_original_does(name, kwargs):
     obj = build(name, kwargs)
-    y, s, g = data(1)
+    y, s, g = data(1, name=name)
     obj.grad_hess(y, s, g)  # fills the cache, which copies must not carry
     expected = obj.grad_hess(y, s, g)
     ranker = gbrank.Ranker(obj, n_estimators=3)

@@ -14,6 +14,7 @@ import pytest
 
 import gbrank
 from gbrank.datasets import make_ranking, simulate_clicks
+from gbrank.objectives.clicks_cloglog import PBMCloglog
 from gbrank.objectives.clicks_pbm import PBMListNet
 from helpers import fd_gradient
 
@@ -323,12 +324,8 @@ def test_the_estimate_holds_the_slope_at_one():
 _RECORD: list = []
 
 
-def _recording():
-    return _Recording("estimate", clip=None, warmup=1, update_every=1, hess_floor=1e-6, hess_scale=1.0)
-
-
-class _Recording(PBMListNet):
-    """The PBM loss noting, on whichever worker, its propensity estimate (module level: Dask
+class _Records:
+    """A click loss noting, on whichever worker, its propensity estimate (module level: Dask
     may serialise the objective, and the copy must still write here)."""
 
     def _bound_gradients(self, binding, scores):
@@ -337,7 +334,17 @@ class _Recording(PBMListNet):
         return out
 
 
-def test_dask_estimate_sums_over_the_workers_as_one_machine():
+class _RecordingPBM(_Records, PBMListNet):
+    pass
+
+
+class _RecordingCloglog(_Records, PBMCloglog):
+    pass
+
+
+@pytest.mark.parametrize("recording, binary", [(_RecordingPBM, False), (_RecordingCloglog, True)],
+                         ids=["pbm_listnet", "pbm_cloglog"])
+def test_dask_estimate_sums_over_the_workers_as_one_machine(recording, binary):
     pytest.importorskip("dask.dataframe")
     distributed = pytest.importorskip("distributed")
     xgb = pytest.importorskip("xgboost")
@@ -346,24 +353,24 @@ def test_dask_estimate_sums_over_the_workers_as_one_machine():
 
     from gbrank import dask as gdask
 
-    record = _RECORD
-    record.clear()
+    make = lambda: recording("estimate", clip=None, warmup=1, update_every=1, hess_floor=1e-6, hess_scale=1.0)
+    _RECORD.clear()
     d = make_ranking(400, 10, 20, seed=8)
     log = simulate_clicks(d.y, d.group, X=d.X, sessions_per_query=80, top_k=10, eta=2.0, seed=4)
+    clicks = (log.clicks > 0).astype(float) if binary else log.clicks.astype(float)
     frame = pd.DataFrame(d.X, columns=[f"f{i}" for i in range(d.X.shape[1])])
-    frame["label"], frame["qid"], frame["position"] = log.clicks.astype(float), d.qid, log.position
+    frame["label"], frame["qid"], frame["position"] = clicks, d.qid, log.position
     params = {"max_depth": 3, "eta": 0.3, "min_child_weight": 0.0, "tree_method": "hist", "nthread": 1}
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
         client.wait_for_workers(2)
         df = gdask.place_partitions(client, gdask.partition_queries(dd.from_pandas(frame, npartitions=2, sort=False),
                                                                     npartitions=2))
-        gdask.train_xgboost(client, df, _recording(), position_col="position",
-                            num_boost_round=4, params=params)
-    on_workers = [estimate for estimate, n in record[-2:] if n]
+        gdask.train_xgboost(client, df, make(), position_col="position", num_boost_round=4, params=params)
+    on_workers = [estimate for estimate, n in _RECORD[-2:] if n]
     assert len(on_workers) == 2
-    record.clear()
-    xgb.train({**params, "base_score": 0.0}, xgb.DMatrix(d.X, log.clicks.astype(float), qid=d.qid), 4,
-              obj=gbrank.engines.with_position(_recording(), log.position))
+    _RECORD.clear()
+    xgb.train({**params, "base_score": 0.0}, xgb.DMatrix(d.X, clicks, qid=d.qid), 4,
+              obj=gbrank.engines.with_position(make(), log.position))
     for estimate in on_workers:
-        np.testing.assert_allclose(estimate, record[-1][0], rtol=1e-5)
+        np.testing.assert_allclose(estimate, _RECORD[-1][0], rtol=1e-5)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import gbrank
 from helpers import fd_gradient, fd_second, offsets_of, scaled_atol
-from objective_cases import Case, fixed_weights, ids, objective_cases, randomised
+from objective_cases import Case, case_factory, case_labels, fixed_weights, ids, objective_cases, randomised
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -122,7 +122,7 @@ def catalogue():
     deterministic = [c for c in map(smooth_settings, cases) if not randomised(c)]
     frozen = [c for c in deterministic if fixed_weights(c.build())]
     plain = [c for c in deterministic if c not in frozen]
-    return {f"registry:{c.id}": c.build for c in cases}, plain, frozen
+    return {f"registry:{c.id}": case_factory(c) for c in cases}, plain, frozen
 
 
 REGISTRY, REGISTRY_PLAIN, REGISTRY_FROZEN = catalogue()
@@ -130,7 +130,7 @@ REGISTRY, REGISTRY_PLAIN, REGISTRY_FROZEN = catalogue()
 GENERIC = {**ALL, **REGISTRY}
 # and those that hold for the deterministic ones
 DETERMINISTIC = {**{n: ALL[n] for n in sorted({**SMOOTH, **TRUNCATED, **BY_SCORE, **FIXED_WEIGHTS})},
-                 **{f"registry:{c.id}": c.build for c in REGISTRY_PLAIN + REGISTRY_FROZEN}}
+                 **{f"registry:{c.id}": case_factory(c) for c in REGISTRY_PLAIN + REGISTRY_FROZEN}}
 
 
 # --------------------------------------------------------------------------- strategies
@@ -236,6 +236,7 @@ def test_registered_gradient_and_hessian_are_those_of_the_loss(case, data):
     # scores on a grid 0.1 apart: losses smooth only between crossings of two scores
     # (truncation, ties broken by score) are smooth within a step of them
     y, s, sizes = data
+    y = case_labels(case, y)
     obj = case.build(hess_floor=0.0)
     grad, hess = obj.grad_hess(y, s, sizes)
     hess = hess / obj.hess_scale  # a setting of the Newton step, not of the loss
@@ -249,6 +250,7 @@ def test_registered_gradient_and_hessian_are_those_of_the_loss(case, data):
 @given(data=queries())
 def test_registered_fixed_weight_derivatives_are_those_of_the_frozen_loss(case, data):
     y, s, sizes = data
+    y = case_labels(case, y)
     obj = case.build(hess_floor=0.0)
     grad, hess = obj.grad_hess(y, s, sizes)
     hess = hess / obj.hess_scale

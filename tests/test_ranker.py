@@ -18,6 +18,7 @@ from gbrank.datasets import make_ranking, split_queries
 from gbrank.metrics import ndcg
 from gbrank.objectives import registry
 from gbrank.ranker import Ranker
+from objective_cases import spec_data
 
 lgb = pytest.importorskip("lightgbm")
 xgb = pytest.importorskip("xgboost")
@@ -102,6 +103,7 @@ def factories() -> list[str]:
 def test_every_gbrank_objective_trains_on_both_engines(engine, factory, split):
     objective = registry.get(factory).build()
     train, _, test = split
+    train = spec_data(factory, train)
     model = Ranker(objective, engine=engine, **FAST).fit(train.X, train.y, group=train.group)
     random = ndcg(test.y, np.random.default_rng(0).normal(size=len(test)), test.group, k=10)
     assert model.score(test.X, test.y, group=test.group) > random + 0.2

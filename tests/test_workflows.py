@@ -28,6 +28,7 @@ from gbrank.metrics import make_metrics, ndcg, xgboost_metric  # noqa: E402
 from gbrank.ndcg_boost_learner import NDCGBoost  # noqa: E402
 from gbrank.objectives import registry  # noqa: E402
 from gbrank.ranker import Ranker  # noqa: E402
+from objective_cases import spec_data  # noqa: E402
 
 NAMES = registry.names()
 LGB = {
@@ -67,6 +68,7 @@ def learned(data, scores) -> float:
 
 
 def lgb_train(name, data, rounds=ROUNDS, params=None, **kwargs):
+    data = spec_data(name, data)
     dtrain = lgb.Dataset(data.X, data.y, group=data.group, init_score=kwargs.pop("init_score", None))
     return lgb.train({**LGB, **(params or {}), "objective": build(name)}, dtrain, num_boost_round=rounds, **kwargs)
 
@@ -92,6 +94,7 @@ class Recorder:
 # ----------------------------------------------------------------------------- LightGBM
 @pytest.mark.parametrize("name", NAMES)
 def test_lgb_train_and_lgbmranker_train_the_same_model(name, data):
+    data = spec_data(name, data)
     booster = lgb_train(name, data)
     model = lgb.LGBMRanker(objective=build(name), n_estimators=ROUNDS, **{k: v for k, v in LGB.items() if k != "verbose"}, verbose=-1)
     model.fit(data.X, data.y, group=data.group)
@@ -102,6 +105,7 @@ def test_lgb_train_and_lgbmranker_train_the_same_model(name, data):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_lgb_cv_refuses_folds_that_cut_queries(name, data):
+    data = spec_data(name, data)
     dtrain = lgb.Dataset(data.X, data.y, group=data.group)
     with pytest.raises(ValueError, match=r"query \d+ .*folds=gbrank\.engines\.query_folds"):
         lgb.cv({**LGB, "objective": build(name)}, dtrain, num_boost_round=2, nfold=3)
@@ -109,6 +113,7 @@ def test_lgb_cv_refuses_folds_that_cut_queries(name, data):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_lgb_cv_with_query_folds(name, data):
+    data = spec_data(name, data)
     dtrain = lgb.Dataset(data.X, data.y, group=data.group, free_raw_data=False)
     feval = make_metrics(["ndcg@5"]).lightgbm
     result = lgb.cv(
@@ -134,6 +139,7 @@ def test_query_folds_keep_queries_whole(data):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_row_bagging_goss_and_dart_train_and_learn(name, data):
+    data = spec_data(name, data)
     for params in (
         {"bagging_fraction": 0.5, "bagging_freq": 1, "seed": 1},
         {"data_sample_strategy": "goss", "top_rate": 0.3, "other_rate": 0.3},
@@ -148,6 +154,7 @@ def test_bagging_by_query_is_refused_where_the_objective_sees_the_parameters(nam
     """lgb.train, lgb.cv and gbrank.Ranker refuse it; LGBMRanker hands the objective arrays
     only, so there it cannot be seen (docs/workflows.md says so, and gbrank.Ranker is the
     way in)."""
+    data = spec_data(name, data)
     params = {"bagging_fraction": 0.5, "bagging_freq": 1, "bagging_by_query": True}
     with pytest.raises(ValueError, match="bagging_by_query=False"):
         lgb_train(name, data, params=params)
@@ -172,6 +179,7 @@ def test_dart_gradients_see_the_dropped_model(data):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_init_model_and_init_score_continue_training(name, data):
+    data = spec_data(name, data)
     first = lgb_train(name, data, rounds=3)
     start = first.predict(data.X, raw_score=True)
     straight = lgb_train(name, data, rounds=6).predict(data.X, raw_score=True)
@@ -184,6 +192,7 @@ def test_init_model_and_init_score_continue_training(name, data):
 # ----------------------------------------------------------------------------- XGBoost
 @pytest.mark.parametrize("name", NAMES)
 def test_xgb_model_and_base_margin_continue_training(name, data):
+    data = spec_data(name, data)
     params = xgb_engine.params(build(name), XGB)
     X = xgb.DMatrix(data.X)
 
@@ -200,6 +209,7 @@ def test_xgb_model_and_base_margin_continue_training(name, data):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_xgb_train_dmatrix_and_quantile_dmatrix_agree(name, data):
+    data = spec_data(name, data)
     params = xgb_engine.params(build(name), XGB)
     models = []
     for kind in (xgb.DMatrix, xgb.QuantileDMatrix):
@@ -211,6 +221,7 @@ def test_xgb_train_dmatrix_and_quantile_dmatrix_agree(name, data):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_xgb_cv_keeps_queries_whole(name, data):
+    data = spec_data(name, data)
     dtrain = xgb.DMatrix(data.X, data.y, group=data.group)
     seen = []
 
@@ -229,6 +240,7 @@ def test_xgb_cv_keeps_queries_whole(name, data):
 @pytest.mark.parametrize("name", NAMES)
 def test_both_engines_start_from_the_same_score(name, data):
     """Ranker gives the objective the same first scores (0) and gradients in both engines."""
+    data = spec_data(name, data)
     firsts = []
     for engine in ("lightgbm", "xgboost"):
         recorder = Recorder(build(name))
@@ -344,6 +356,7 @@ def test_grid_search_gets_real_scores_with_fractional_labels(data):
 # ----------------------------------------------------------------------------- sklearn, pickling
 @pytest.mark.parametrize("name", NAMES)
 def test_clone_and_pickle(name, data):
+    data = spec_data(name, data)
     model = Ranker(build(name), n_estimators=3).fit(data.X, data.y, group=data.group)
     again = clone(model).fit(data.X, data.y, group=data.group)
     np.testing.assert_array_equal(again.predict(data.X), model.predict(data.X))

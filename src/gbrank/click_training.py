@@ -67,6 +67,11 @@ with the better test NDCG@10 in 67% of the cases, against 56% with each candidat
 estimate, and closed 56% of the gap between raw clicks and true labels on average against
 51% for either alone.
 
+Where every click is 0 or 1, the default is :func:`gbrank.pbm_cloglog` alone: binary clicks
+saturate, and the click-count objectives' propensity estimate takes that for flat position
+bias (see :mod:`gbrank.objectives.clicks_cloglog`). Its rounds are chosen on the criterion
+above, with its own estimate of the propensities.
+
 With cascade targets (:func:`gbrank.cascade_targets`) the exposure of a held-out row is its
 expected number of examinations, :math:`\sum_s P_{s,i}`, in place of
 :math:`\theta_{p_i}`: known, the same for every round and every candidate.
@@ -96,10 +101,12 @@ _TAU_TOLERANCE = 1e-10
 _THETA_ITERATIONS = 1000
 
 
-def _default_objectives(cascade: bool = False) -> list:
-    from .objectives import ips_ranknet, pbm_listnet
+def _default_objectives(*, cascade: bool = False, binary: bool = False) -> list:
+    from .objectives import ips_ranknet, pbm_cloglog, pbm_listnet
 
-    return [ips_ranknet(propensity=None)] if cascade else [ips_ranknet(), pbm_listnet()]
+    if cascade:
+        return [ips_ranknet(propensity=None)]
+    return [pbm_cloglog()] if binary else [ips_ranknet(), pbm_listnet()]
 
 
 # ----------------------------------------------------------------------------- the criterion
@@ -421,7 +428,7 @@ def _check_objective(objective) -> None:
     if not isinstance(objective, ClickObjective):
         raise TypeError(
             f"objective must be a gbrank click objective (gbrank.ips_ranknet(), gbrank.ips_listnet(), "
-            f"gbrank.pbm_listnet()), got {objective!r}"
+            f"gbrank.pbm_listnet(), gbrank.pbm_cloglog()), got {objective!r}"
         )
     if objective.mode == "weighted_labels":
         raise ValueError(
@@ -434,7 +441,7 @@ def _check_cascade_objective(objective) -> None:
     from .objectives.propensity import ClickObjective
 
     if not isinstance(objective, ClickObjective) or objective.mode != "weighted_labels" \
-            or objective.factory == "pbm_listnet":
+            or objective.factory in ("pbm_listnet", "pbm_cloglog"):
         raise ValueError(
             f"with cascade targets the clicks are already weighted by their examinations: give an IPS objective "
             f"without propensities, gbrank.ips_ranknet(propensity=None) or gbrank.ips_listnet(propensity=None), "
@@ -625,9 +632,14 @@ def fit_clicks(
         ``gbrank.pbm_listnet()`` (propensities estimated), compared: on simulated worlds
         (list lengths, fold, click models, see the page on learning from clicks) neither is
         ahead everywhere, and the comparison closes more of the gap between raw clicks and
-        true labels on average than either alone. With cascade targets, default
-        ``gbrank.ips_ranknet(propensity=None)``. Known propensities are used as given, in the
-        loss and in the criterion of the rounds.
+        true labels on average than either alone. Where every click is 0 or 1,
+        ``gbrank.pbm_cloglog()`` alone: binary clicks saturate, which the click-count model
+        of the other two takes for flat position bias (on the simulated log that keeps
+        whether a row was clicked in any of 10 sessions it closed 57% of the gap, against
+        30% for the comparison of the other two), and where each row is one session it did
+        as well as they (the same share, ±5 points, in three seeds). With cascade targets,
+        default ``gbrank.ips_ranknet(propensity=None)``. Known propensities are used as
+        given, in the loss and in the criterion of the rounds.
     engine : {"lightgbm", "xgboost"}, default="lightgbm"
     params : dict, optional
         The engine's parameters (``lgb.train``'s or ``xgb.train``'s), e.g. the learning
@@ -676,7 +688,7 @@ def fit_clicks(
     if held_out >= 1:
         raise ValueError(f"held_out must be a share of the queries in (0, 1), got {held_out!r}")
     if objective is None:
-        candidates = _default_objectives(cascade)
+        candidates = None  # the default depends on the clicks: see below
     elif isinstance(objective, (list, tuple)):
         candidates = list(objective)
         if not candidates:
@@ -691,15 +703,18 @@ def fit_clicks(
                 "position is not used with cascade targets: each row's examinations come from the sessions "
                 "(gbrank.cascade_targets); leave position out"
             )
+        candidates = candidates or _default_objectives(cascade=True)
         for candidate in candidates:
             _check_cascade_objective(candidate)
         rows, labels, clicks, examinations, offsets, queries = _cascade_log(X, clicks, group, qid)
         X = _take(X, rows)
         counted = clicks
     else:
-        for candidate in candidates:
+        for candidate in candidates or ():
             _check_objective(candidate)
         clicks, offsets, position = _check_log(clicks, group, qid, position)
+        if candidates is None:
+            candidates = _default_objectives(binary=bool(np.isin(clicks, (0.0, 1.0)).all()))
         if X.shape[0] != clicks.size:
             raise ValueError(f"X has {X.shape[0]} rows but clicks has {clicks.size}")
         for candidate in candidates:

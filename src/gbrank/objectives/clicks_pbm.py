@@ -55,37 +55,20 @@ import numpy as np
 
 from .._docstrings import fill_doc, objective_example
 from .listnet import weighted_top1
-from .propensity import ClickObjective, click_doc
+from .propensity import OffsetClickObjective, click_doc
 
 __all__ = ["PBMListNet", "pbm_listnet"]
 
 
-class PBMListNet(ClickObjective):
-    """Position-based model likelihood (softmax over offset scores) on clicks; build it
-    with :func:`pbm_listnet`."""
+class PBMListNet(OffsetClickObjective):
+    """Position-based model likelihood (softmax over offset scores) on clicks; build it with
+    :func:`pbm_listnet`."""
 
     factory = "pbm_listnet"
     #: The loss is the Poisson likelihood the estimator fits, with e^s the relevance: the
     #: estimate holds the slope of the relevance link at 1, so that boosting and
     #: re-estimation alternate on one likelihood.
     _fits_slope = False
-
-    def __init__(self, propensity: Any, *, clip: float | None, **settings: Any) -> None:
-        if clip is not None:
-            raise ValueError(
-                "pbm_listnet has no inverse-propensity weights to clip: the propensities enter as offsets "
-                "log(theta) of the scores and every click counts once, so a deep position adds no variance; "
-                "use clip with ips_listnet or ips_ranknet"
-            )
-        super().__init__(propensity, clip=None, **settings)
-
-    def _set_weights(self, state, theta):
-        # the clicks themselves are the targets, and the offsets log theta_p of the rows the
-        # kernel sees (the shown ones) change only with the estimate: taken here, not per call
-        super()._set_weights(state, theta)
-        state["weight"] = state["clicks"]
-        inverse = state["inverse"] if state["shown"] is None else state["inverse"][state["shown"]]
-        state["offset"] = -np.log(inverse)
 
     def _kernel(self, state, scores, at, weight, inverse, offsets, grad, hess, want_loss):
         if inverse is not None:

@@ -84,7 +84,7 @@ from ..groups import varies_per_query
 from ._base import RankingObjective
 from .propensity_models import check_propensity_model, fit_curve
 
-__all__ = ["ClickObjective", "check_positions", "estimate_propensity"]
+__all__ = ["ClickObjective", "OffsetClickObjective", "check_positions", "estimate_propensity"]
 
 # Smallest propensity an estimate may take, so that 1 / theta stays bounded.
 _MIN_PROPENSITY = 1e-3
@@ -447,8 +447,7 @@ class ClickObjective(RankingObjective):
             state["reduce"] = reduce
             # the start: equal relevance within each query, i.e. the click-through rate of each
             # position relative to its query's clicks
-            theta = estimate_propensity(np.zeros(clicks.shape[0]), clicks, pos, offsets, n_positions, reduce=reduce,
-                                        model=self.propensity_model)
+            theta = self._fit_propensity(np.zeros(clicks.shape[0]), state, n_positions, None)
             unexamined = _unexamined(np.isnan(theta), clicks, pos, reduce)
             state["unexamined"] = unexamined
             shown &= ~unexamined[np.maximum(pos, 1) - 1]
@@ -475,6 +474,13 @@ class ClickObjective(RankingObjective):
         """Per-dataset work of the loss, kept in the state (default none)."""
 
     # ----------------------------------------------------------------- joint estimation
+    def _fit_propensity(self, scores, state, n_positions: int, start):
+        """The propensities the clicks of ``state`` give at ``scores``, relative (NaN where
+        the estimate says nothing); ``start``: the current estimate (None for the first).
+        The click-count model's fit restarts from flat propensities every time."""
+        return estimate_propensity(scores, state["clicks"], state["position"], state["offsets"], n_positions,
+                                   reduce=state["reduce"], fit_slope=self._fits_slope, model=self.propensity_model)
+
     def _update(self, state, scores):
         """Advance the estimate of one training set by one boosting iteration.
 
@@ -497,10 +503,7 @@ class ClickObjective(RankingObjective):
             t = fit.calls
             fit.calls += 1
         if t >= self.warmup and (t - self.warmup) % self.update_every == 0:
-            theta = estimate_propensity(
-                scores, state["clicks"], state["position"], state["offsets"], fit.theta.size, reduce=state["reduce"],
-                fit_slope=self._fits_slope, model=self.propensity_model,
-            )
+            theta = self._fit_propensity(scores, state, fit.theta.size, fit.theta)
             with fit.lock:
                 fit.theta = np.maximum(_carry_down(theta, state["unexamined"]), _MIN_PROPENSITY)
                 self._set_weights(state, fit.theta)
@@ -522,6 +525,30 @@ class ClickObjective(RankingObjective):
         grad[rows] = g
         hess[rows] = h
         return loss
+
+
+class OffsetClickObjective(ClickObjective):
+    r"""A click objective in which the propensities are offsets :math:`\log \theta_p` of the
+    scores and the raw clicks the targets (the position-based model's own likelihoods): no
+    click is weighted, so there is nothing to clip. Subclasses' kernels read the offsets of
+    the rows they see from ``state["offset"]``."""
+
+    def __init__(self, propensity: Any, *, clip: float | None, **settings: Any) -> None:
+        if clip is not None:
+            raise ValueError(
+                f"{self.factory} has no inverse-propensity weights to clip: the propensities enter as offsets "
+                "log(theta) of the scores and every click counts once, so a deep position adds no variance; "
+                "use clip with ips_listnet or ips_ranknet"
+            )
+        super().__init__(propensity, clip=None, **settings)
+
+    def _set_weights(self, state, theta):
+        # the clicks themselves are the targets, and the offsets log theta_p of the rows the
+        # kernel sees (the shown ones) change only with the estimate: taken here, not per call
+        super()._set_weights(state, theta)
+        state["weight"] = state["clicks"]
+        inverse = state["inverse"] if state["shown"] is None else state["inverse"][state["shown"]]
+        state["offset"] = -np.log(inverse)
 
 
 _CLICK_PARAMS = """propensity : "estimate", array-like or None, default="estimate"

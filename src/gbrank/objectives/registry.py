@@ -96,9 +96,10 @@ class ObjectiveSpec:
         ``"pairwise"``, ``"listnet"``, ``"cosine"``, ``"ndcg-boost"``, ...).
     summary : str
         One line for ``--list-methods`` and the docs.
-    labels : {"order", "exp2", "any"}
+    labels : {"order", "exp2", "any", "binary"}
         What the objective reads from the labels: only their order (any finite values),
-        ``2**l - 1`` of integer labels 0..31, or any finite values through a user gain.
+        ``2**l - 1`` of integer labels 0..31, any finite values through a user gain, or
+        0/1 only (a click in any session; other values are refused).
     examples : tuple of dict
         Keyword arguments of settings the test catalogues build and check, the first being
         the one the harness uses when a method names no arguments. An objective whose
@@ -121,7 +122,7 @@ class ObjectiveSpec:
     module: str
     family: str
     summary: str
-    labels: Literal["order", "exp2", "any"] = "order"
+    labels: Literal["order", "exp2", "any", "binary"] = "order"
     examples: tuple[dict[str, Any], ...] = field(default_factory=lambda: ({},))
     in_default_bench: bool = True
     hessian_bound: float | None = None
@@ -214,6 +215,9 @@ _GUIDES = {
                                        "weighted sum of pointwise logistic and listwise softmax", _EXACT, _LINEAR),
     "pbm_listnet": Guide("objectives/pbm-listnet", "PBM softmax", "Guo et al. 2019; Wang et al. 2018",
                          "position-based model likelihood on clicks (propensities as score offsets)", _EXACT, _LINEAR),
+    "pbm_cloglog": Guide("objectives/pbm-cloglog", "PBM cloglog", "—",
+                         "position-based model likelihood of binary clicks (complementary log-log link)", _EXACT,
+                         "$O(n)$ per Newton step of the query's factor"),
 }
 
 _PL = "gbrank.objectives.plackett_luce"
@@ -268,6 +272,11 @@ for _spec in (
                   "Position-based model likelihood on clicks: softmax over scores offset by log propensity, "
                   "known or jointly estimated (Guo et al. 2019)",
                   labels="any", examples=({"propensity": None},),
+                  in_default_bench=False),
+    ObjectiveSpec("pbm_cloglog", "gbrank.objectives.clicks_cloglog", "clicks",
+                  "Position-based model likelihood of binary clicks (clicked in any session): complementary "
+                  "log-log link, propensities known or jointly estimated",
+                  labels="binary", examples=({"propensity": None},),
                   in_default_bench=False),
     ObjectiveSpec("rcr", "gbrank.objectives.calibrated", "calibrated",
                   "RCR: sigmoid cross-entropy plus a softmax over the same sigmoids; calibrated scores (Bai et al. 2023)",
