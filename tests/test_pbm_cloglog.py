@@ -15,7 +15,7 @@ from scipy.optimize import minimize_scalar
 
 import gbrank
 from gbrank.datasets import make_ranking, simulate_clicks
-from gbrank.objectives.clicks_cloglog import estimate_cloglog_propensity
+from gbrank.objectives.clicks_cloglog import estimate_cloglog_propensity, saturated_positions
 from gbrank.objectives.propensity import estimate_propensity
 from helpers import fd_gradient
 
@@ -176,6 +176,37 @@ def test_the_estimate_is_the_maximum_of_the_likelihood():
     assert np.abs(slope).max() < 1e-4
     moved = np.log(estimate) + np.array([0.0, 0.1, -0.1, 0.05, 0.0, -0.05])
     assert loss(moved) > loss(np.log(estimate)) + 1e-3
+
+
+def test_a_position_clicked_in_every_query_is_left_out():
+    """Saturated clicks at the top: the likelihood rises without end in theta_1. The position
+    is left out, and the others are estimated relative to position 2, as without its rows."""
+    theta = 1.0 / np.arange(1, 11)
+    scores, clicks, position, offsets = _cloglog_log(2000, theta, seed=4)
+    clicks[position == 1] = 1.0
+    assert saturated_positions(clicks, position, offsets, 10).tolist() == [True] + [False] * 9
+    estimate = estimate_cloglog_propensity(scores, clicks, position, offsets, 10, n_rounds=60)
+    assert np.isnan(estimate[0]) and estimate[1] == 1.0
+    np.testing.assert_allclose(estimate[1:], theta[1:] / theta[1], rtol=0.25)
+    # the objective trains without the position's rows and says so
+    binding = gbrank.pbm_cloglog().bind(clicks, np.diff(offsets), position=position)
+    grad, _ = binding.grad_hess(scores)
+    assert not grad[position == 1].any() and grad[position == 2].any()
+    assert binding.left_out_.tolist() == [True] + [False] * 9 and not binding.unexamined_.any()
+
+
+def test_saturation_is_repeated_until_nothing_changes():
+    # four queries, each with clicked and unclicked rows; position 1 is clicked in all of them
+    clicks = np.array([1, 1, 0, 1, 0, 1, 1, 0, 0, 1, 0, 1.0])
+    position = np.array([1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3])
+    offsets = np.array([0, 3, 6, 9, 12])
+    assert saturated_positions(clicks, position, offsets, 3).tolist() == [True, False, False]
+    # without position 1 the first query (position 3 unclicked) has no click left and stops
+    # telling: position 3 is then clicked in every query that tells
+    clicks = np.array([1, 0, 1, 0, 1, 1, 1, 0.0])
+    position = np.array([1, 3, 1, 2, 3, 1, 3, 2])
+    offsets = np.array([0, 2, 5, 8])
+    assert saturated_positions(clicks, position, offsets, 3).tolist() == [True, False, True]
 
 
 def test_the_estimate_is_closer_to_its_model_than_the_click_count_estimate():

@@ -45,7 +45,9 @@ is a one-dimensional convex minimisation.
 Rows never shown (position -1) take no part, nor do the rows at positions an estimate takes
 as never examined (below a fold: see :mod:`gbrank.objectives.propensity`; the fit trains
 without them, and counted as examined without a click they would reward a model for learning
-the logging order), and a query without clicks contributes nothing.
+the logging order) or, for :func:`gbrank.pbm_cloglog`, as saturated (clicked wherever a
+click says anything; the fit trains without them too): the binding's ``left_out_``. A query
+without clicks contributes nothing.
 The propensities are those of the round's own fit: an estimate moves as boosting goes on,
 and the refit after :math:`k` rounds ends with the estimate made at its round :math:`k`, so
 the curve judges each round as the refit would stand there, scores and estimate together.
@@ -288,7 +290,7 @@ class HeldOutClickLikelihood:
     ``xgb.train(custom_metric=metric.xgboost, evals=[(held_out_dmatrix, "held_out")])``:
     after every round it scores the held-out rows with the propensities the objective's fit
     on ``train_set`` holds at that round (its binding's ``propensity_``, without the rows at
-    the positions of its ``unexamined_``; known ones as given), profiles the temperature,
+    the positions of its ``left_out_``; known ones as given), profiles the temperature,
     and reports ``click_nll`` (lower is better), which
     the engines' early stopping can watch. It records each round's value (``curve``), its
     temperature and, for an estimate, the propensities.
@@ -311,7 +313,7 @@ class HeldOutClickLikelihood:
         self.train_set = train_set
         self._start(clicks, offsets, position >= 1)
         self._rows = (clicks, offsets, position)
-        self._unexamined = np.zeros(0, dtype=bool)
+        self._left_out = np.zeros(0, dtype=bool)
         self._deepest = int(position.max())
         self.propensity: list[np.ndarray] = []
 
@@ -360,16 +362,16 @@ class HeldOutClickLikelihood:
         clicks, offsets, position = self._rows
         if self.objective.mode == "estimate":
             self.propensity.append(theta.copy())
-            # rows at positions the fit takes as never examined take no part, as in its loss:
-            # counted as examined without a click, they would reward a model for the logging order
-            unexamined = self.objective.binding(self.train_set).unexamined_
-            if not np.array_equal(unexamined, self._unexamined):
-                self._unexamined = unexamined
-                self._held = _HeldOut(clicks, offsets, (position >= 1) & ~unexamined[np.maximum(position, 1) - 1])
+            # rows at positions the fit leaves out take no part, as in its loss: counted as
+            # examined without a click, rows below a fold would reward a model for the logging order
+            left_out = self.objective.binding(self.train_set).left_out_
+            if not np.array_equal(left_out, self._left_out):
+                self._left_out = left_out
+                self._held = _HeldOut(clicks, offsets, (position >= 1) & ~left_out[np.maximum(position, 1) - 1])
                 if self._held.total == 0:
                     raise ValueError(
-                        "every held-out click is at a position the fit takes as never examined: hold out other "
-                        "queries (another seed), or give the propensities"
+                        "every held-out click is at a position the fit leaves out (never examined, or saturated): "
+                        "hold out other queries (another seed), or give the propensities"
                     )
         return np.log(theta[position[self._held.shown] - 1])
 

@@ -118,6 +118,14 @@ class Binding:
         rows take no part, as rows never shown, and their ``propensity_`` (1) means nothing."""
         return self.objective._unexamined_positions(self.state)
 
+    @property
+    def left_out_(self) -> np.ndarray:
+        """Of positions 1..K of ``propensity_``, those whose rows take no part in the loss:
+        ``unexamined_``, and for :func:`gbrank.pbm_cloglog` the saturated ones (clicked in
+        every query where a click says anything: their propensity has no finite estimate).
+        Their ``propensity_`` (1) means nothing."""
+        return self.objective._left_out_positions(self.state)
+
     def propensity_interval(self, scores, *, n_boot: int = 200, level: float = 0.9, seed: int | None = 0):
         """Bootstrap bounds over queries of the propensity estimate at ``scores`` (the trained
         model's scores on this training set's rows), with the objective's curve and slope:

@@ -49,6 +49,10 @@ estimate, and reported relative to the top-most position with clicks. The first 
 is the one at equal scores within each query. As for the other click objectives it is
 identified through the features only (:mod:`gbrank.objectives.propensity`), positions
 without a click get none, and positions below a fold are found and left out the same way.
+A position clicked in every query where a click says anything has no finite estimate (the
+likelihood rises without end in its propensity): :func:`saturated_positions` finds such
+positions from the clicks alone, and their rows are left out of the loss and the estimate,
+as rows below a fold are.
 
 With each query's factor profiled, the estimate has an incidental-parameter bias on short
 lists (too steep; see the objective's page for figures). On the clicks benchmark's binary
@@ -71,7 +75,7 @@ from .._parallel import MIN_ROWS_PER_THREAD_LIGHT, over_queries
 from ..engines.statistics import sum_over_workers
 from .propensity import _MIN_PROPENSITY, OffsetClickObjective, _Estimate, _first_bad, click_doc
 
-__all__ = ["PBMCloglog", "estimate_cloglog_propensity", "pbm_cloglog"]
+__all__ = ["PBMCloglog", "estimate_cloglog_propensity", "pbm_cloglog", "saturated_positions"]
 
 # Newton's method on a query's log factor: iterations at most, and the tolerance on the
 # derivative relative to the query's clicks
@@ -221,23 +225,61 @@ def cloglog_loss(z, clicked, offsets, grad, hess, want_loss) -> np.ndarray:
     return loss
 
 
+def saturated_positions(clicks, position, offsets, n_positions: int, reduce=None) -> np.ndarray:
+    r"""Positions 1..n_positions whose shown rows were clicked in every query where a click
+    says anything (one that has both clicked and unclicked shown rows).
+
+    There the likelihood of :func:`pbm_cloglog` rises without end in :math:`\theta_p`: with
+    each query's factor free, a position that is always clicked is best explained as always
+    examined enough, and its rows carry no information on the order. Left in, its
+    propensity runs off to infinity and every other one, relative to it, to the floor.
+    Leaving its rows out can leave a query without a click, which then says nothing either:
+    repeated until nothing changes. ``reduce`` sums the per-position counts over the workers
+    of a distributed training (every worker calls this together).
+    """
+    clicked = np.asarray(clicks) > 0
+    shown = np.asarray(position) >= 1
+    at = np.maximum(position, 1) - 1
+    sizes = np.diff(offsets)
+    query = np.repeat(np.arange(sizes.size), sizes)
+    saturated = np.zeros(n_positions, dtype=bool)
+    while True:
+        kept = shown & ~saturated[at]
+        n_kept = np.bincount(query[kept], minlength=sizes.size)
+        n_clicked = np.bincount(query[kept & clicked], minlength=sizes.size)
+        telling = kept & ((n_clicked > 0) & (n_clicked < n_kept))[query]
+        counts = sum_over_workers(np.concatenate([
+            np.bincount(at[telling & clicked], minlength=n_positions).astype(np.float64),
+            np.bincount(at[telling & ~clicked], minlength=n_positions).astype(np.float64)]), reduce)
+        now = saturated | ((counts[:n_positions] > 0) & (counts[n_positions:] == 0))
+        if np.array_equal(now, saturated):
+            return saturated
+        saturated = now
+
+
 def estimate_cloglog_propensity(scores, clicks, position, offsets, n_positions: int, *, start=None,
                                 n_rounds: int = _ESTIMATE_ROUNDS, reduce=None) -> np.ndarray:
     r"""Propensities :math:`\hat\theta_p`, p = 1..n_positions, of the complementary log-log
     position-based model, relative to the top-most position with clicks (NaN at positions
     without a click), from 0/1 clicks and the model's scores.
 
-    Alternates the per-query factors (profiled exactly) with one Newton step in every
+    Maximises the likelihood of :func:`pbm_cloglog` over the propensities: it alternates
+    the per-query factors (profiled exactly) with one Newton step in every
     :math:`\log \theta_p` (at most 2 in size), ``n_rounds`` times, from ``start`` (relative
-    propensities, one per position) or from equal ones. ``reduce`` sums the per-position sums
-    over the workers of a distributed training (:class:`gbrank.engines.Statistics`), as in
-    :func:`gbrank.objectives.propensity.estimate_propensity`.
+    propensities, one per position) or from equal ones. The rows at saturated positions
+    (:func:`saturated_positions`) take no part, and those positions, like the ones without a
+    click, get NaN: their likelihood has no finite maximum. ``reduce`` sums the per-position
+    sums over the workers of a distributed training (:class:`gbrank.engines.Statistics`), as
+    in :func:`gbrank.objectives.propensity.estimate_propensity`.
     """
     shown = position >= 1
     at = np.maximum(position, 1) - 1
     clicked = (np.asarray(clicks) > 0).astype(np.uint8)
+    saturated = saturated_positions(clicks, position, offsets, n_positions, reduce)
     position_clicks = sum_over_workers(np.bincount(at[shown], weights=clicked[shown], minlength=n_positions), reduce)
-    # a position without a click has theta -> 0 at the optimum: its rows drop out
+    position_clicks[saturated] = 0.0
+    # a position without a click has theta -> 0 at the optimum, a saturated one theta -> inf:
+    # the rows of either drop out
     keep = shown & (position_clicks[at] > 0)
     sizes = np.diff(offsets)
     per_query = np.bincount(np.repeat(np.arange(sizes.size), sizes)[keep], minlength=sizes.size)
@@ -290,6 +332,9 @@ class PBMCloglog(OffsetClickObjective):
                 "ips_ranknet"
             )
         return clicks
+
+    def _saturated_positions(self, clicks, position, offsets, n_positions, reduce):
+        return saturated_positions(clicks, position, offsets, n_positions, reduce)
 
     def _fit_propensity(self, scores, state, n_positions, start):
         return estimate_cloglog_propensity(scores, state["clicks"], state["position"], state["offsets"], n_positions,
