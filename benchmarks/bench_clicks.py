@@ -432,6 +432,18 @@ WORLDS = [
     World("plackett-luce-top10", policy="plackett_luce", top_k=10, sessions=10),
 ]
 
+#: ``--binary-worlds``: the binary world of ``WORLDS`` varied one setting at a time.
+BINARY_WORLDS = [
+    World("binary-long-tail", lengths="long-tail", aggregate="binary", sessions=10),
+    World("binary-uniform", lengths="uniform", aggregate="binary", sessions=10),
+    World("binary-top10", top_k=10, aggregate="binary", sessions=10),
+    World("binary-50", aggregate="binary", sessions=50),
+    World("binary-3", aggregate="binary", sessions=3),
+    World("binary-eta2", eta=2.0, aggregate="binary", sessions=10),
+    World("binary-fold10", fold=10, aggregate="binary", sessions=10),
+    World("binary-trust", click_model="trust", aggregate="binary", sessions=10),
+]
+
 
 def describe(world: World) -> str:
     """The world's settings in words, for the table."""
@@ -617,6 +629,14 @@ WORLD_METHODS = {
     "xgb-unbiased": xgb_unbiased,
 }
 
+#: The methods ``--binary-worlds`` compares: the recommended procedure (``pbm_cloglog`` on
+#: 0/1 clicks), the click-count objectives it compares on counts, and LightGBM's mode.
+BINARY_WORLD_METHODS = {
+    "fit_clicks": recommended(),
+    "fit_clicks(counts)": recommended(lambda: [gbrank.ips_ranknet(), gbrank.pbm_listnet()]),
+    "lgb-position": lgb_position_fixed,
+}
+
 
 def run_world(world: World, seed: int, *, n_queries, rounds, max_rounds, threads, methods) -> list[dict]:
     """One world, one seed: test NDCG@10 of the ceiling, the naive model and every method,
@@ -704,7 +724,7 @@ def worlds_table(results: pd.DataFrame, worlds) -> str:
                 cells.append(f"{100 * g.mean():.0f}% [{100 * g.min():.0f}, {100 * g.max():.0f}]")
         lines.append(f"| {name} | {ndcg_of['naive']:.3f} → {ndcg_of['ceiling']:.3f} | " + " | ".join(cells) + " |")
     stopped = [m for m in methods if m.endswith("-es")]
-    lines += ["", "| world | settings | " + " | ".join(f"{m}: rounds" for m in stopped) + " |",
+    lines += ["", "| world | settings |" + "".join(f" {m}: rounds |" for m in stopped),
               "|---|---|" + "---:|" * len(stopped)]
     for world in worlds:
         if world.name not in names:
@@ -712,7 +732,7 @@ def worlds_table(results: pd.DataFrame, worlds) -> str:
         part = results[results["world"] == world.name].sort_values("seed")
         cells = ["/".join("-" if np.isnan(v) else str(int(v)) for v in part.loc[part["method"] == m, "rounds"])
                  for m in stopped]
-        lines.append(f"| {world.name} | {describe(world)} | " + " | ".join(cells) + " |")
+        lines.append(f"| {world.name} | {describe(world)} |" + "".join(f" {c} |" for c in cells))
     return "\n".join(lines) + "\n"
 
 
@@ -758,6 +778,9 @@ def main(argv=None):
     parser.add_argument("--worlds", action="store_true",
                         help="the family of click worlds (WORLDS): each method's share of the naive-to-ceiling gap "
                              "per world, mean and range over --seeds (default 0 1 2), 1000 generated queries")
+    parser.add_argument("--binary-worlds", action="store_true",
+                        help="the binary world varied (BINARY_WORLDS): fit_clicks on the 0/1 clicks, the click-count "
+                             "objectives compared, LightGBM's mode; as --worlds otherwise")
     parser.add_argument("--quick", action="store_true",
                         help="--worlds on small data: 300 queries, 50 rounds, early stopping within 100, seeds 0 1")
     parser.add_argument("--world-names", nargs="+", default=None, help="--worlds: only these worlds")
@@ -766,7 +789,7 @@ def main(argv=None):
                         help=f"--worlds: most rounds an early-stopped method may choose (default {MAX_ROUNDS}, "
                              "100 with --quick)")
     args = parser.parse_args(argv)
-    if args.worlds:
+    if args.worlds or args.binary_worlds:
         run_worlds(args)
         return
     args.rounds = args.rounds or 100
@@ -849,9 +872,10 @@ def run_worlds(args) -> None:
     """``--worlds``: run the family, print the table and write results.csv and results.inc."""
     import os
 
-    chosen = WORLDS
+    family = BINARY_WORLDS if args.binary_worlds else WORLDS
+    chosen = family
     if args.world_names:
-        known = {w.name: w for w in WORLDS}
+        known = {w.name: w for w in family}
         unknown = [n for n in args.world_names if n not in known]
         if unknown:
             raise SystemExit(f"unknown worlds {unknown}; the family: {', '.join(known)}")
@@ -862,7 +886,8 @@ def run_worlds(args) -> None:
     start = time.perf_counter()
     results = worlds_grid(chosen, seeds, n_queries=args.queries or (300 if quick else 1000),
                           rounds=args.rounds or (50 if quick else 100),
-                          max_rounds=args.max_rounds or (100 if quick else MAX_ROUNDS), threads=args.threads)
+                          max_rounds=args.max_rounds or (100 if quick else MAX_ROUNDS), threads=args.threads,
+                          methods=BINARY_WORLD_METHODS if args.binary_worlds else None)
     table = worlds_table(results, chosen)
     print(f"{time.perf_counter() - start:.0f} s; machine load (1, 5, 15 min) at the start: "
           + " ".join(f"{v:.2f}" for v in load_average) + "; at the end: "

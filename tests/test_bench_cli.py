@@ -8,6 +8,7 @@ import os
 import re
 import sys
 import types
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -55,13 +56,22 @@ def test_every_method_help_names_is_listed(capsys):
 def test_every_listed_method_runs():
     data = make_ranking(n_queries=16, docs_per_query=6, n_features=3, seed=1)
     config = BenchConfig(rounds=2, early_stopping=0, seeds=(0,), params=TreeParams(min_data_in_leaf=3))
-    # "all" leaves the click objectives out of graded labels; named, they run on them
-    clicks = [m.name for m in parse_methods("all") if m.family == "clicks"]
-    results = run_benchmark(data, ["all", *clicks], folds=2, config=config, progress="off")
-    assert clicks and not results.skipped
-    assert {r["method"] for r in results.runs} == set(all_method_names())
+    # "all" leaves the click objectives out of graded labels; named, they run on them, but
+    # for those of 0/1 labels, which run on 0/1 labels and refuse graded ones, naming the fix
+    clicks = [m for m in parse_methods("all") if m.family == "clicks"]
+    binary = [m.name for m in clicks if registry.get(m.objective).labels == "binary"]
+    graded = [m.name for m in clicks if m.name not in binary]
+    results = run_benchmark(data, ["all", *graded], folds=2, config=config, progress="off")
+    assert graded and binary
+    assert sorted(s["method"] for s in results.skipped) == sorted(binary)
+    assert all("takes 0/1 clicks" in s["reason"] and "pbm_listnet" in s["fix"] for s in results.skipped)
+    assert {r["method"] for r in results.runs} == set(all_method_names()) - set(binary)
     failed = [(r["method"], r["error"]) for r in results.runs if r["status"] != "ok"]
     assert not failed
+    clicked = replace(data, y=(data.y > 0).astype(float))
+    results = run_benchmark(clicked, binary, folds=2, config=config, progress="off")
+    assert {r["method"] for r in results.runs} == set(binary) and not results.skipped
+    assert all(r["status"] == "ok" for r in results.runs)
 
 
 def test_plackett_luce_builds_from_the_registry_example():

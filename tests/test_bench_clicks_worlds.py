@@ -19,9 +19,10 @@ def bench():
 
 
 def test_every_world_builds_its_data_and_click_log(bench):
-    names = [w.name for w in bench.WORLDS]
+    names = [w.name for w in bench.WORLDS + bench.BINARY_WORLDS]
     assert len(set(names)) == len(names)
-    for world in bench.WORLDS:
+    assert all(w.aggregate == "binary" for w in bench.BINARY_WORLDS)
+    for world in bench.WORLDS + bench.BINARY_WORLDS:
         train, test = bench.world_data(world, 20, seed=1)
         if world.lengths == "fixed":
             assert (train.group == 30).all()
@@ -99,6 +100,25 @@ def test_quick_worlds_table_has_a_row_per_world_and_a_column_per_method(bench, t
                                                                       *(f"{m}: rounds" for m in stopped)]
     assert [line.split("|")[1].strip() for line in second[2:]] == names
     assert all(re.fullmatch(r"\d+/\d+", c.strip()) for line in second[2:] for c in line.strip("|").split("|")[2:])
+
+
+def test_binary_worlds_table_compares_the_default_on_0_1_clicks(bench, tmp_path):
+    pytest.importorskip("lightgbm")
+    names = ["binary-3", "binary-top10"]
+    bench.main(["--binary-worlds", "--quick", "--queries", "30", "--rounds", "3", "--max-rounds", "12", "--seeds", "0",
+                "--world-names", *names, "--out", str(tmp_path)])
+    results = pd.read_csv(tmp_path / "results.csv")
+    assert sorted(results["method"].unique()) == sorted(["ceiling", "naive", *bench.BINARY_WORLD_METHODS])
+    assert results["error"].isna().all(), results.loc[results["error"].notna(), ["method", "error"]]
+    lines = (tmp_path / "results.inc").read_text().splitlines()
+    assert [c.strip() for c in lines[0].strip("|").split("|")] == ["world", "naive → ceiling",
+                                                                     *bench.BINARY_WORLD_METHODS]
+    second = lines[2 + len(names) + 1:]
+    assert [c.strip() for c in second[0].strip("|").split("|")] == ["world", "settings"]
+    assert second[1] == "|---|---|"
+    assert [len(line.strip("|").split("|")) for line in second[2:]] == [2, 2]
+    with pytest.raises(SystemExit, match="unknown worlds"):
+        bench.main(["--binary-worlds", "--world-names", "fixed30"])
 
 
 def test_one_entry_adds_a_method_to_every_world(bench):

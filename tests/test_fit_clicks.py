@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import pickle
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -250,6 +251,17 @@ def _train_by_hand(engine, params, train, clicks, objective, rounds):
 
     dtrain = xgb.DMatrix(train.X, clicks.clicks, group=train.group)
     return xgb.train({**params, "base_score": 0.0}, dtrain, rounds, obj=bound), dtrain
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_binary_clicks_are_fitted_by_default_with_pbm_cloglog_and_refit_as_by_hand(engine, log):
+    train, _, clicks = log
+    binary = SimpleNamespace(clicks=(clicks.clicks > 0).astype(float), position=clicks.position)
+    fit = gbrank.fit_clicks(train.X, binary.clicks, train.group, position=binary.position, engine=engine,
+                            params=THREADS[engine], max_rounds=15)
+    assert fit.objective.factory == "pbm_cloglog" and 1 <= fit.best_rounds <= 15
+    booster, _ = _train_by_hand(engine, THREADS[engine], train, binary, gbrank.pbm_cloglog(), fit.best_rounds)
+    np.testing.assert_allclose(fit.predict(train.X), gbrank.engines.predict(booster, train.X), rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -299,15 +299,3 @@ def test_ranker_with_a_position_column_and_pickle(natural, engine):
     features = frame.drop(columns="qid")
     restored = pickle.loads(pickle.dumps(model))
     np.testing.assert_array_equal(restored.predict(features), model.predict(features))
-
-
-# =========================================================================== fit_clicks
-def test_fit_clicks_trains_it_and_refits_as_lgb_train(natural):
-    lgb = pytest.importorskip("lightgbm")
-    X, clicks, group, pos, _ = natural
-    fit = gbrank.fit_clicks(X, clicks, group, position=pos, objective=gbrank.pbm_cloglog(), params=LGB,
-                            max_rounds=15)
-    assert 1 <= fit.best_rounds <= 15 and fit.propensity_[0] == 1.0
-    again = lgb.train({**LGB, "objective": gbrank.pbm_cloglog()},
-                      gbrank.engines.lightgbm.dataset(X, clicks, group, position=pos, params=LGB), fit.best_rounds)
-    np.testing.assert_allclose(fit.predict(X), again.predict(X), rtol=1e-10, atol=1e-12)

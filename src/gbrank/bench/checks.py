@@ -109,8 +109,16 @@ def label_problem(method: Method, gain, labels: np.ndarray, label_column: str | 
                 "rescale the labels, or drop it and run gbrank objectives or xgb:rank:ndcg with --gain linear "
                 "(any labels >= 0)",
             )
-    if method.group is not None and method.family == "clicks":
-        if not np.isin(labels, (0.0, 1.0)).all():
+    if method.family == "clicks" and not np.isin(labels, (0.0, 1.0)).all():
+        spec = registry.specs().get(method.objective)
+        if spec is not None and spec.labels == "binary":
+            # named or not: the objective refuses any other label
+            return Problem(
+                f"{method.objective} takes 0/1 clicks (clicked in any session or not), and "
+                f"{_labels_named(label_column)} holds other values",
+                "give 0/1 labels, or run pbm_listnet, ips_listnet or ips_ranknet on click counts",
+            )
+        if method.group is not None:
             return Problem(
                 f"a click objective reads the labels as clicks (0 or 1), and {_labels_named(label_column)} "
                 "holds graded labels",
