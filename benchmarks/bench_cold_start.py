@@ -71,7 +71,10 @@ t, c = time.perf_counter(), time.process_time()
 
 _OBJECTIVE = _DATA + """
 from gbrank.objectives import registry
-obj = registry.get({name!r}).build()
+spec = registry.get({name!r})
+obj = spec.build()
+if spec.labels == "binary":  # an objective of 0/1 clicks
+    y = (y > 0).astype(np.float32)
 grad, hess = obj.grad_hess(y, s, group)
 seconds, cpu = time.perf_counter() - t, time.process_time() - c
 assert np.isfinite(grad).all() and np.isfinite(hess).all()

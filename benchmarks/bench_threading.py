@@ -49,7 +49,8 @@ def measure(repeat: int, only: set[str]) -> dict:
         kernels = {}
         for name, spec in registry.specs().items():
             objective = spec.build()
-            kernels[name] = lambda objective=objective: objective.grad_hess(y, scores, g)
+            labels = (y > 0).astype(y.dtype) if spec.labels == "binary" else y  # 0/1 clicks
+            kernels[name] = lambda objective=objective, labels=labels: objective.grad_hess(labels, scores, g)
         for name, metric in metrics.items():
             kernels[name] = lambda metric=metric: metric(y, scores, g)
         for name, kernel in kernels.items():
