@@ -109,9 +109,9 @@ def _terms(z, clicked):
 @njit(cache=True)
 def _solve(z, clicked, start, end, ref, t, n_clicked, reach):
     """The root in t of the query's derivative, sum_i g(z_i - ref + t), from ``t``: steps of
-    ``reach``, doubled, outwards until the root is bracketed, then Newton's method on the increasing
-    derivative, bisecting wherever a Newton step would leave the bracket or shrink it slower
-    than bisection (a rate far from the root moves it by 1 per Newton step)."""
+    ``reach``, doubled, outwards until the root is bracketed, then Newton's method on the
+    increasing derivative, bisecting wherever a Newton step would leave the bracket or shrink
+    it slower than bisection (a rate far from the root moves it by 1 per Newton step)."""
     lo = -np.inf
     hi = np.inf
     last = np.inf
@@ -162,8 +162,8 @@ def _profile(z, clicked, start, end):
     total = 0.0
     for i in range(start, end):
         total += math.exp(z[i] - top)
-    # the start: the expected number of clicks, were none saturated, is the observed one
-    # steps on the scale of the scores' spread, which the root may be as far as
+    # the start: the expected number of clicks, were none saturated, is the observed one;
+    # the first steps are on the scale of the scores' spread, as far as the root may be
     t = _solve(z, clicked, start, end, top, math.log(n_clicked) - math.log(total), n_clicked, 1.0 + (top - bottom))
     # again from the rows nearest the optimum, whose rates it sets: with scores far apart,
     # z_i - top + t has lost the digits that matter
