@@ -146,7 +146,7 @@ def test_place_partitions_holds_every_partition_on_its_worker(client, data):
     parts = gdask.partition_queries(mixed, npartitions=4)
     expected = parts.compute()
     rows = gdask.layout.partition_rows(parts)
-    workers = sorted(client.scheduler_info()["workers"])
+    workers = sorted(client.nthreads())
     for _ in range(20):
         placed = gdask.place_partitions(client, parts)
         held = holders(client, placed)
@@ -171,7 +171,7 @@ def test_place_partitions_holds_every_partition_on_its_worker(client, data):
 
 
 def test_place_partitions_on_the_workers_named(client, data):
-    workers = sorted(client.scheduler_info()["workers"])
+    workers = sorted(client.nthreads())
     parts = gdask.partition_queries(dd.from_pandas(to_pandas(data[0]), npartitions=2), npartitions=3)
     for worker in workers:
         assert holders(client, gdask.place_partitions(client, parts, workers=[worker])) == [(worker,)] * 3
@@ -197,7 +197,7 @@ def test_place_partitions_moves_a_partition_left_elsewhere(client, data, monkeyp
     monkeypatch.undo()
     assert computed and not set(computed) & {f.key for f in distributed.futures_of(placed)}
     held = holders(client, placed)
-    assert sorted(h[0] for h in held) == sorted(client.scheduler_info()["workers"])
+    assert sorted(h[0] for h in held) == sorted(client.nthreads())
     assert all(len(h) == 1 for h in held)
     pd.testing.assert_frame_equal(placed.compute(), expected)
 
@@ -228,7 +228,7 @@ def test_place_partitions_refuses_to_leave_a_partition_elsewhere(client, data, m
 
 def test_place_partitions_spreads_rows_over_workers(client, train_frame):
     held = holders(client, train_frame)
-    assert sorted(h[0] for h in held) == sorted(client.scheduler_info()["workers"])
+    assert sorted(h[0] for h in held) == sorted(client.nthreads())
 
 
 def test_from_arrays_and_query_sizes(client, data):
@@ -484,7 +484,7 @@ def test_partition_and_place_frames_read_from_files(client, data, kind, tmp_path
     if kind.startswith("parquet"):
         assert fused(df), "the case of the bug: Dask reads one column of the files in fewer partitions"
     placed = gdask.place_partitions(client, gdask.partition_queries(df, npartitions=3))
-    assert sorted({h[0] for h in holders(client, placed)}) == sorted(client.scheduler_info()["workers"])
+    assert sorted({h[0] for h in holders(client, placed)}) == sorted(client.nthreads())
     table = gdask.check_partitions(placed, ascending=True)
     assert table["queries"].sum() == data[0].n_queries
     # every query whole, queries ascending, the rows of a query in input order (the frame's

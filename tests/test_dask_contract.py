@@ -226,3 +226,16 @@ def test_an_empty_worker_joins_the_propensity_estimate(client):
     xgb.train({**XGB, "base_score": 0.0}, xgb.DMatrix(d.X[rows], log.clicks[rows].astype(float), qid=d.qid[rows]), 3,
               obj=gbrank.engines.with_position(recording_clicks(), log.position[rows]))
     np.testing.assert_allclose(distributed_estimate, RECORD[-1][0], rtol=1e-5)
+
+
+def test_placement_asks_the_scheduler_for_its_workers_when_its_identity_fails(client, monkeypatch):
+    # Client.scheduler_info falls back, when its fetch fails (as under load), to a cached
+    # identity without the workers: placement read "no workers" there
+    async def no_reply(*args, **kwargs):
+        raise OSError("no reply")
+
+    monkeypatch.setattr(client.scheduler, "identity", no_reply, raising=False)
+    assert not client.scheduler_info()["workers"]
+    d = make_ranking(40, 6, 4, seed=2)
+    df = placed(client, frame_of(d.X, d.y, d.qid))
+    assert sorted(held_by(client, df)) == sorted(client.nthreads())

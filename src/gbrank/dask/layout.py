@@ -214,7 +214,9 @@ def place_partitions(client, df, workers: Sequence[str] | None = None):
     """
     if not isinstance(df, dd.DataFrame):
         raise TypeError(f"expected a dask DataFrame, got {type(df).__name__}")
-    workers = sorted(client.scheduler_info()["workers"]) if workers is None else list(workers)
+    # Client.nthreads asks the scheduler, or raises; scheduler_info falls back, when its fetch
+    # fails (as under load), to a cached identity without the workers, and seemed to have none
+    workers = sorted(client.nthreads()) if workers is None else list(workers)
     if not workers:
         raise ValueError("no workers to place the partitions on")
     parts = df.to_delayed()
