@@ -110,8 +110,7 @@ def label_problem(method: Method, gain, labels: np.ndarray, label_column: str | 
                 "(any labels >= 0)",
             )
     if method.family == "clicks" and not np.isin(labels, (0.0, 1.0)).all():
-        spec = registry.specs().get(method.objective)
-        if spec is not None and spec.labels == "binary":
+        if method.binary_labels:
             # named or not: the objective refuses any other label
             return Problem(
                 f"{method.objective} takes 0/1 clicks (clicked in any session or not), and "

@@ -259,6 +259,13 @@ class Method:
         return spec.family if spec is not None else "other"
 
     @property
+    def binary_labels(self) -> bool:
+        """Whether the method's objective takes 0/1 labels only (the registry's
+        ``labels="binary"``, the likelihood of binary clicks)."""
+        spec = None if self.builtin else registry.specs().get(self.objective)
+        return spec is not None and spec.labels == "binary"
+
+    @property
     def multi_label(self) -> bool:
         """Whether the method trains on several label columns (``multi_label``)."""
         return not self.builtin and self.engine != "native" and self.objective == MULTI_LABEL

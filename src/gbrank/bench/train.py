@@ -17,7 +17,6 @@ import numpy as np
 
 from ..datasets import RankingData
 from ..gains import resolve_gain
-from ..objectives import registry
 from .checks import LABEL_TABLE_MAX, Refusal
 from .data import Fold
 from .methods import Method
@@ -244,8 +243,7 @@ def warm_up(method: Method, metric, n_labels: int | None = None) -> None:
             return
         labels = np.column_stack([tiny.y] * n_labels) if method.multi_label else None
         objective = method.build(0, labels=labels)
-        spec = registry.specs().get(method.objective)
-        y = (tiny.y > 0).astype(np.float64) if spec is not None and spec.labels == "binary" else tiny.y
+        y = (tiny.y > 0).astype(np.float64) if method.binary_labels else tiny.y
         # LightGBM passes float64 scores, XGBoost float32 with float32 labels
         objective.grad_hess(y, np.zeros(len(tiny)), tiny.group)
         objective.grad_hess(y.astype(np.float32), np.linspace(-1, 1, len(tiny)).astype(np.float32), tiny.group)

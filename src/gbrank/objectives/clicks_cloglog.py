@@ -177,8 +177,11 @@ def _profile(z, clicked, start, end):
 
 
 @njit(cache=True, nogil=True)
-def cloglog_kernel(q0, q1, z, clicked, offsets, grad, hess, want_loss, loss):
-    """The profiled loss of the queries ``q0 <= q < q1`` over offset scores ``z``."""
+def cloglog_kernel(q0, q1, z, clicked, offsets, grad, hess, want_loss, loss, profiled):
+    """The loss of the queries ``q0 <= q < q1`` over offset scores ``z``, each query's factor
+    profiled, with each row's gradient and, ``profiled``, the diagonal of the profiled loss's
+    hessian; else each row's own second derivative in its log rate (the factors held, as the
+    propensities' Newton step takes it). A query without a factor gets zeros."""
     for q in range(q0, q1):
         start, end = offsets[q], offsets[q + 1]
         ref, t = _profile(z, clicked, start, end)
@@ -196,31 +199,16 @@ def cloglog_kernel(q0, q1, z, clicked, offsets, grad, hess, want_loss, loss):
             curvature += h
             if want_loss:
                 loss[q] += value
-        if curvature > 0.0:  # 0 where the scores separate the clicks beyond float64's reach
+        if profiled and curvature > 0.0:  # 0 where the scores separate the clicks beyond float64's reach
             for i in range(start, end):
                 hess[i] *= 1.0 - hess[i] / curvature
 
 
-@njit(cache=True, nogil=True)
-def _row_terms_kernel(q0, q1, z, clicked, offsets, grad, hess):
-    """Each row's derivatives in its log rate at its query's profiled factor (0 where the
-    query has none)."""
-    for q in range(q0, q1):
-        start, end = offsets[q], offsets[q + 1]
-        ref, t = _profile(z, clicked, start, end)
-        for i in range(start, end):
-            if math.isnan(t):
-                grad[i] = 0.0
-                hess[i] = 0.0
-            else:
-                _, grad[i], hess[i] = _terms((z[i] - ref) + t, clicked[i])
-
-
-def cloglog_loss(z, clicked, offsets, grad, hess, want_loss) -> np.ndarray:
-    """Per-query loss; ``grad`` and ``hess`` filled, over offset scores ``z`` and 0/1
-    ``clicked`` (uint8)."""
+def cloglog_loss(z, clicked, offsets, grad, hess, want_loss, profiled=True) -> np.ndarray:
+    """Per-query loss; ``grad`` and ``hess`` filled (:func:`cloglog_kernel`), over offset
+    scores ``z`` and 0/1 ``clicked`` (uint8)."""
     loss = np.empty(offsets.size - 1)
-    over_queries(cloglog_kernel, offsets, z, clicked, offsets, grad, hess, want_loss, loss,
+    over_queries(cloglog_kernel, offsets, z, clicked, offsets, grad, hess, want_loss, loss, profiled,
                  min_rows=MIN_ROWS_PER_THREAD_LIGHT)
     return loss
 
@@ -258,7 +246,7 @@ def saturated_positions(clicks, position, offsets, n_positions: int, reduce=None
 
 
 def estimate_cloglog_propensity(scores, clicks, position, offsets, n_positions: int, *, start=None,
-                                n_rounds: int = _ESTIMATE_ROUNDS, reduce=None) -> np.ndarray:
+                                n_rounds: int = _ESTIMATE_ROUNDS, reduce=None, saturated=None) -> np.ndarray:
     r"""Propensities :math:`\hat\theta_p`, p = 1..n_positions, of the complementary log-log
     position-based model, relative to the top-most position with clicks (NaN at positions
     without a click), from 0/1 clicks and the model's scores.
@@ -267,15 +255,17 @@ def estimate_cloglog_propensity(scores, clicks, position, offsets, n_positions: 
     the per-query factors (profiled exactly) with one Newton step in every
     :math:`\log \theta_p` (at most 2 in size), ``n_rounds`` times, from ``start`` (relative
     propensities, one per position) or from equal ones. The rows at saturated positions
-    (:func:`saturated_positions`) take no part, and those positions, like the ones without a
-    click, get NaN: their likelihood has no finite maximum. ``reduce`` sums the per-position
-    sums over the workers of a distributed training (:class:`gbrank.engines.Statistics`), as
-    in :func:`gbrank.objectives.propensity.estimate_propensity`.
+    (:func:`saturated_positions`, or ``saturated`` where the caller has them) take no part,
+    and those positions, like the ones without a click, get NaN: their likelihood has no
+    finite maximum. ``reduce`` sums the per-position sums over the workers of a distributed
+    training (:class:`gbrank.engines.Statistics`), as in
+    :func:`gbrank.objectives.propensity.estimate_propensity`.
     """
     shown = position >= 1
     at = np.maximum(position, 1) - 1
     clicked = (np.asarray(clicks) > 0).astype(np.uint8)
-    saturated = saturated_positions(clicks, position, offsets, n_positions, reduce)
+    if saturated is None:
+        saturated = saturated_positions(clicks, position, offsets, n_positions, reduce)
     position_clicks = sum_over_workers(np.bincount(at[shown], weights=clicked[shown], minlength=n_positions), reduce)
     position_clicks[saturated] = 0.0
     # a position without a click has theta -> 0 at the optimum, a saturated one theta -> inf:
@@ -292,8 +282,7 @@ def estimate_cloglog_propensity(scores, clicks, position, offsets, n_positions: 
     grad = np.empty(s.size)
     hess = np.empty(s.size)
     for _ in range(n_rounds):
-        over_queries(_row_terms_kernel, kept_offsets, s + log_theta[p], c, kept_offsets, grad, hess,
-                     min_rows=MIN_ROWS_PER_THREAD_LIGHT)
+        cloglog_loss(s + log_theta[p], c, kept_offsets, grad, hess, False, profiled=False)
         sums = sum_over_workers(np.concatenate([np.bincount(p, weights=grad, minlength=n_positions),
                                                 np.bincount(p, weights=hess, minlength=n_positions)]), reduce)
         g, h = sums[:n_positions], sums[n_positions:]
@@ -338,7 +327,7 @@ class PBMCloglog(OffsetClickObjective):
 
     def _fit_propensity(self, scores, state, n_positions, start):
         return estimate_cloglog_propensity(scores, state["clicks"], state["position"], state["offsets"], n_positions,
-                                           start=start, reduce=state["reduce"])
+                                           start=start, reduce=state["reduce"], saturated=state["saturated"])
 
     def _interval(self, state, scores, *, n_boot: int, level: float, seed):
         raise ValueError(
@@ -346,9 +335,14 @@ class PBMCloglog(OffsetClickObjective):
             "pbm_cloglog's estimate has none: compare it with pbm_listnet's, or give the propensities"
         )
 
+    def _bind(self, state) -> None:
+        # the kernel's rows (the shown ones) clicked or not: fixed for the training set
+        clicks = state["clicks"] if state["shown"] is None else state["clicks"][state["shown"]]
+        state["clicked"] = (clicks > 0).astype(np.uint8)
+
     def _kernel(self, state, scores, at, weight, inverse, offsets, grad, hess, want_loss):
         z = scores if inverse is None else scores + state["offset"]
-        return cloglog_loss(z, (weight > 0).astype(np.uint8), offsets, grad, hess, want_loss)
+        return cloglog_loss(z, state["clicked"], offsets, grad, hess, want_loss)
 
 
 @click_doc

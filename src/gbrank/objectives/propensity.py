@@ -354,7 +354,7 @@ class ClickObjective(RankingObjective):
     def _left_out_positions(self, state) -> np.ndarray:
         fit = self._fit_of(state)
         with fit.lock:
-            return state["unexamined"] | state["saturated"]
+            return state["left_out"].copy()
 
     def _saturated_positions(self, clicks, position, offsets, n_positions: int, reduce) -> np.ndarray:
         """Positions whose rows the loss leaves out as saturated (none: a click-count loss
@@ -457,13 +457,13 @@ class ClickObjective(RankingObjective):
             state["reduce"] = reduce
             # the start: equal relevance within each query, i.e. the click-through rate of each
             # position relative to its query's clicks
-            saturated = self._saturated_positions(clicks, pos, offsets, n_positions, reduce)
+            # found from the clicks alone, once: every estimate leaves their rows out
+            state["saturated"] = self._saturated_positions(clicks, pos, offsets, n_positions, reduce)
             theta = self._fit_propensity(np.zeros(clicks.shape[0]), state, n_positions, None)
-            state["unexamined"] = _unexamined(np.isnan(theta) & ~saturated, clicks, pos, reduce)
-            state["saturated"] = saturated
-            left_out = state["unexamined"] | saturated
-            shown &= ~left_out[np.maximum(pos, 1) - 1]
-            theta = np.maximum(_carry_down(theta, left_out), _MIN_PROPENSITY)
+            state["unexamined"] = _unexamined(np.isnan(theta) & ~state["saturated"], clicks, pos, reduce)
+            state["left_out"] = state["unexamined"] | state["saturated"]
+            shown &= ~state["left_out"][np.maximum(pos, 1) - 1]
+            theta = np.maximum(_carry_down(theta, state["left_out"]), _MIN_PROPENSITY)
             state["fit"] = _Fit(theta)
         if not shown.all():
             sizes = np.diff(offsets)
@@ -517,7 +517,7 @@ class ClickObjective(RankingObjective):
         if t >= self.warmup and (t - self.warmup) % self.update_every == 0:
             theta = self._fit_propensity(scores, state, fit.theta.size, fit.theta)
             with fit.lock:
-                fit.theta = np.maximum(_carry_down(theta, state["unexamined"] | state["saturated"]), _MIN_PROPENSITY)
+                fit.theta = np.maximum(_carry_down(theta, state["left_out"]), _MIN_PROPENSITY)
                 self._set_weights(state, fit.theta)
 
     # ----------------------------------------------------------------- kernels
