@@ -630,7 +630,8 @@ WORLD_METHODS = {
 }
 
 #: The methods ``--binary-worlds`` compares: the recommended procedure (``pbm_cloglog`` on
-#: 0/1 clicks), the click-count objectives it compares on counts, and LightGBM's mode.
+#: 0/1 clicks), the two click-count objectives compared with their own estimates, and
+#: LightGBM's mode.
 BINARY_WORLD_METHODS = {
     "fit_clicks": recommended(),
     "fit_clicks(counts)": recommended(lambda: [gbrank.ips_ranknet(), gbrank.pbm_listnet()]),

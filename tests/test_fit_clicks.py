@@ -471,14 +471,67 @@ def test_of_several_objectives_the_one_that_explains_the_held_out_clicks_best_is
     np.testing.assert_allclose(fit.predict(test.X), single.predict(test.X), rtol=1e-9, atol=1e-12)
 
 
-def test_the_default_compares_the_pairwise_and_the_position_based_objectives(log):
-    train, _, clicks = log
-    fit = gbrank.fit_clicks(train.X, clicks.clicks, train.group, position=clicks.position, params=THREADS["lightgbm"],
-                            max_rounds=5)
-    assert [c.factory for c in fit.candidates] == ["ips_ranknet", "pbm_listnet"]
-    assert all(c.mode == "estimate" for c in fit.candidates)
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_default_on_counts_fits_the_propensities_first_then_holds_them(engine, log):
+    pytest.importorskip(engine)
+    train, test, clicks = log
+    params = THREADS[engine]
+    fit = gbrank.fit_clicks(train.X, clicks.clicks, train.group, position=clicks.position, engine=engine,
+                            params=params, max_rounds=12)
+    # the first stage is pbm_listnet's joint estimate after max_rounds rounds on every query, by hand
+    objective = gbrank.pbm_listnet()
+    _, dtrain = _train_by_hand(engine, params, train, clicks, objective, 12)
+    settled = fit.propensity_fit
+    assert settled.rounds == 12
+    np.testing.assert_allclose(settled.propensity_, objective.binding(dtrain).propensity_, rtol=1e-12)
+    np.testing.assert_array_equal(settled.left_out_, objective.binding(dtrain).left_out_)
+    # then pbm_listnet with the estimate held, as if given by hand
+    assert [c.factory for c in fit.candidates] == ["pbm_listnet"] and fit.objective.mode == "known"
+    np.testing.assert_array_equal(fit.propensity_, settled.propensity_)
+    given = gbrank.fit_clicks(train.X, clicks.clicks, train.group, position=settled.position, engine=engine,
+                              params=params, max_rounds=12,
+                              objective=gbrank.pbm_listnet(propensity=settled.propensity_))
+    assert given.best_rounds == fit.best_rounds
+    np.testing.assert_array_equal(given.curve, fit.curve)
+    np.testing.assert_allclose(given.predict(test.X), fit.predict(test.X), rtol=1e-12, atol=1e-12)
+    # and the public function gives the same first stage
+    alone = gbrank.fit_propensity(train.X, clicks.clicks, train.group, position=clicks.position, engine=engine,
+                                  params=params, rounds=12)
+    np.testing.assert_array_equal(alone.propensity_, settled.propensity_)
+    np.testing.assert_array_equal(alone.position, settled.position)
     with pytest.raises(ValueError, match="empty sequence"):
         gbrank.fit_clicks(train.X, clicks.clicks, train.group, position=clicks.position, objective=[])
+
+
+def test_the_propensities_fitted_first_leave_out_the_rows_below_a_fold():
+    data = make_ranking(200, (15, 15), 10, seed=6)
+    log = simulate_clicks(data.y, data.group, X=data.X, sessions_per_query=50, top_k=15, fold=5,
+                          logging_fraction=0.002, seed=6)
+    est = gbrank.fit_propensity(data.X, log.clicks, data.group, position=log.position, params=THREADS["lightgbm"],
+                                rounds=20)
+    np.testing.assert_array_equal(est.left_out_, np.arange(1, 16) > 5)
+    np.testing.assert_array_equal(est.position, np.where(log.position > 5, -1, log.position))
+    assert (est.propensity_[5:] == 1.0).all() and (np.diff(est.propensity_[:5]) < 0).all()
+    # trained with them, the model does not learn the logging order from the unexamined rows
+    fit = gbrank.fit_clicks(data.X, log.clicks, data.group, position=log.position, params=THREADS["lightgbm"],
+                            max_rounds=20)
+    np.testing.assert_array_equal(fit.propensity_fit.position, est.position)
+
+
+def test_fit_propensity_refuses_bad_input_with_the_fix(log):
+    train, _, clicks = log
+    with pytest.raises(ValueError, match="position is required"):
+        gbrank.fit_propensity(train.X, clicks.clicks, train.group)
+    with pytest.raises(ValueError, match="rounds"):
+        gbrank.fit_propensity(train.X, clicks.clicks, train.group, position=clicks.position, rounds=0)
+    with pytest.raises(ValueError, match="engine must be"):
+        gbrank.fit_propensity(train.X, clicks.clicks, train.group, position=clicks.position, engine="catboost")
+    with pytest.raises(ValueError, match="X has"):
+        gbrank.fit_propensity(train.X[:-1], clicks.clicks, train.group, position=clicks.position)
+    bad = clicks.clicks.astype(float)
+    bad[3] = np.nan
+    with pytest.raises(ValueError, match=r"clicks\[3\]"):
+        gbrank.fit_propensity(train.X, bad, train.group, position=clicks.position)
 
 
 def test_the_default_for_binary_clicks_is_the_cloglog_likelihood(log):
@@ -495,7 +548,7 @@ def test_the_default_for_binary_clicks_is_the_cloglog_likelihood(log):
     binary[np.flatnonzero(binary)[0]] = 2.0
     fit = gbrank.fit_clicks(train.X, binary, train.group, position=clicks.position, params=THREADS["lightgbm"],
                             max_rounds=2)
-    assert [c.factory for c in fit.candidates] == ["ips_ranknet", "pbm_listnet"]
+    assert [c.factory for c in fit.candidates] == ["pbm_listnet"] and fit.propensity_fit is not None
 
 
 def test_the_criterion_leaves_out_rows_at_positions_the_fit_takes_as_unexamined():

@@ -22,6 +22,7 @@ _FIXED = {
     "cascade_targets": "gbrank.objectives.cascade:cascade_targets",
     "engines": "gbrank.engines",
     "fit_clicks": "gbrank.click_training:fit_clicks",
+    "fit_propensity": "gbrank.click_training:fit_propensity",
     "harvest_propensity": "gbrank.objectives.interventions:harvest_propensity",
     "metrics": "gbrank.metrics",
     "multi_label": "gbrank.objectives.multi_label:multi_label",

@@ -54,6 +54,26 @@ the curve judges each round as the refit would stand there, scores and estimate 
 At :math:`k` up to the objective's ``warmup`` the estimate is still the starting one (each
 position's click rate); where the curve chooses such a round, ``propensity_`` is that.
 
+The propensities first
+----------------------
+On click counts the default fits the propensities before it chooses any rounds
+(:func:`fit_propensity`): :func:`gbrank.pbm_listnet` with ``propensity="estimate"`` is
+trained on every query for ``max_rounds`` rounds, and ``pbm_listnet`` is then trained with
+the estimate it ended with held, on the rows the estimate takes as examined. Why: the joint
+estimate starts from each position's click rate, too steep by as much as the logging ranker
+is good, and leaves it only as fast as the model learns, so that at the few dozen rounds the
+criterion chooses it is still near its start; the refit ended with it. The long training
+lets it move (``pbm_listnet`` and its estimate maximise one likelihood, so the training is a
+joint maximum-likelihood fit), while the rounds are chosen for the ranking alone. On the
+simulated worlds of the clicks benchmark (1,000 queries, seeds 0 to 2, LightGBM) this took
+the lists of 2 to 111 documents from 54% to 73% of the gap between raw clicks and true
+labels (the seed whose logging ranker was best from 6% to 39%), the mean over the ten
+position-based worlds from 80% to 83%, and no world lost more than a point. The other
+objectives keep their own estimates: :func:`gbrank.ips_ranknet`'s, which fits a slope of its
+own, flattens far past the truth in a long training (11.5 times it at position 20 after 300
+rounds), and trained with it held ``ips_ranknet`` closed less in six of seven worlds;
+:func:`gbrank.pbm_cloglog` on 0/1 clicks closed less too (57% to 37%).
+
 Comparing objectives
 --------------------
 Each objective's curve judges its rounds with its own estimate of the propensities, and the
@@ -91,7 +111,7 @@ from ._validation import check_float, check_int
 from .engines.statistics import Statistics
 from .groups import group_offsets
 
-__all__ = ["ClickFit", "HeldOutClickLikelihood", "click_likelihood", "fit_clicks"]
+__all__ = ["ClickFit", "HeldOutClickLikelihood", "PropensityFit", "click_likelihood", "fit_clicks", "fit_propensity"]
 
 #: The name under which the engines report the held-out criterion.
 METRIC_NAME = "click_nll"
@@ -104,11 +124,11 @@ _THETA_ITERATIONS = 1000
 
 
 def _default_objectives(*, cascade: bool = False, binary: bool = False) -> list:
-    from .objectives import ips_ranknet, pbm_cloglog, pbm_listnet
+    """The default objectives where the propensities are not fitted first: cascade targets
+    and 0/1 clicks (counts: :func:`fit_propensity`, then ``pbm_listnet``)."""
+    from .objectives import ips_ranknet, pbm_cloglog
 
-    if cascade:
-        return [ips_ranknet(propensity=None)]
-    return [pbm_cloglog()] if binary else [ips_ranknet(), pbm_listnet()]
+    return [ips_ranknet(propensity=None)] if cascade else [pbm_cloglog()]
 
 
 # ----------------------------------------------------------------------------- the criterion
@@ -493,6 +513,31 @@ def _split(offsets: np.ndarray, clicks: np.ndarray, held_out: float, seed: int |
 
 # ----------------------------------------------------------------------------- training
 @dataclass
+class PropensityFit:
+    r"""The propensities of the position-based model, fitted by a long joint training
+    (:func:`fit_propensity`).
+
+    Attributes
+    ----------
+    propensity_ : ndarray of shape (n_positions,)
+        :math:`\hat\theta_p` for positions 1, 2, ..., the deepest given, relative to
+        position 1; 1 at the positions left out (a value nothing reads).
+    left_out_ : ndarray of bool, shape (n_positions,)
+        The positions the estimate takes as never examined (clickless below a fold).
+    position : ndarray of int, shape (n_rows,)
+        The positions given, with -1 at the rows of the positions left out: train with
+        ``propensity_`` on these, so that those rows take no part.
+    rounds : int
+        The rounds of the joint training.
+    """
+
+    propensity_: np.ndarray
+    left_out_: np.ndarray
+    position: np.ndarray
+    rounds: int
+
+
+@dataclass
 class ClickFit:
     """A click objective's model, its rounds chosen on held-out clicks (:func:`fit_clicks`).
 
@@ -525,6 +570,10 @@ class ClickFit:
         Per candidate, the held-out click likelihood per click of its chosen round with the
         propensities fitted on the held-out clicks (with cascade targets: ``curve``'s
         minimum); ``objective`` is the candidate with the lowest.
+    propensity_fit : PropensityFit or None
+        The propensities fitted first (the default on click counts, :func:`fit_propensity`):
+        the objective holds them, and rows at the positions they leave out were trained as
+        never shown. None otherwise.
     """
 
     booster: Any
@@ -538,6 +587,7 @@ class ClickFit:
     refitted: bool
     candidates: tuple
     selection: np.ndarray
+    propensity_fit: PropensityFit | None = None
 
     def predict(self, X) -> np.ndarray:
         """Scores (float64) of the rows of ``X`` from the chosen rounds; higher ranks first."""
@@ -580,6 +630,92 @@ def _train(engine: str, params: dict, X, clicks, sizes, objective, position, rou
     return booster, dtrain
 
 
+def _fit_propensity(engine: str, params: dict, X, clicks, sizes, position, rounds: int) -> PropensityFit:
+    from .objectives import pbm_listnet
+
+    objective = pbm_listnet(propensity="estimate")
+    _, dtrain = _train(engine, params, X, clicks, sizes, objective, position, rounds, int(position.max()))
+    binding = objective.binding(dtrain)
+    left_out = binding.left_out_
+    shown = position >= 1
+    kept = position.copy()
+    kept[shown & left_out[np.maximum(position, 1) - 1]] = -1
+    return PropensityFit(propensity_=binding.propensity_, left_out_=left_out, position=kept, rounds=rounds)
+
+
+def fit_propensity(
+    X,
+    clicks,
+    group=None,
+    *,
+    qid=None,
+    position=None,
+    engine: Literal["lightgbm", "xgboost"] = "lightgbm",
+    params: dict | None = None,
+    rounds: int = 300,
+) -> PropensityFit:
+    r"""Fit the propensities of the position-based model by a long joint training, for
+    click counts.
+
+    :func:`gbrank.pbm_listnet` with ``propensity="estimate"`` is trained on every query for
+    ``rounds`` rounds, and the estimate it ends with is returned. That objective and its
+    estimate maximise one likelihood, :math:`E[c_i] = 	heta_{p_i} \kappa_q e^{s_i}`, so the
+    training alternates between the two halves of a joint maximum-likelihood fit (the
+    scores by boosting, the propensities by :mod:`gbrank.objectives.propensity`'s exact
+    updates). The estimate starts from each position's click rate, which overstates the
+    decay by as much as the logging ranker is good, and moves away from it only as fast as
+    the model learns: after the rounds a ranking model should stop at, it is still close to
+    where it started. :func:`fit_clicks` therefore fits the propensities first, with this
+    function, and then trains with them held.
+
+    On the simulated logs of the page on learning from clicks (lists of 2 to 111 documents,
+    every one shown, 50 sessions, seed 1), the estimate at positions 2, 5, 10 and 20 was
+    0.85, 0.64, 0.55 and 0.50 of the truth at the start, 0.91, 0.77, 0.70, 0.67 after 50
+    rounds and 0.92, 0.80, 0.77, 0.77 after 300.
+
+    Parameters
+    ----------
+    X, clicks, group, qid, position, engine, params
+        As :func:`fit_clicks` (``clicks``: counts per row; for 0/1 clicks the click-count
+        model takes saturation for flat position bias, see :func:`gbrank.pbm_cloglog`).
+    rounds : int, default=300
+        Rounds of the joint training.
+
+    Returns
+    -------
+    PropensityFit
+        ``propensity_``, ``left_out_`` and the ``position`` to train with.
+
+    Examples
+    --------
+    >>> import gbrank
+    >>> from gbrank.datasets import make_ranking, simulate_clicks
+    >>> data = make_ranking(200, (5, 30), 10, seed=0)
+    >>> log = simulate_clicks(data.y, data.group, X=data.X, sessions_per_query=50, top_k=10, seed=0)
+    >>> est = gbrank.fit_propensity(data.X, log.clicks, data.group, position=log.position, rounds=50)
+    >>> est.propensity_[0] == 1.0 and est.propensity_.shape == (10,)
+    True
+    >>> fit = gbrank.fit_clicks(data.X, log.clicks, data.group, position=est.position,
+    ...                         objective=gbrank.ips_ranknet(propensity=est.propensity_), max_rounds=40)
+    """
+    if engine not in ("lightgbm", "xgboost"):
+        raise ValueError(f"engine must be 'lightgbm' or 'xgboost', got {engine!r}")
+    rounds = check_int("rounds", rounds, min=1)
+    if not hasattr(X, "shape"):
+        X = np.asarray(X)
+    clicks, offsets, position = _check_log(clicks, group, qid, position)
+    if X.shape[0] != clicks.size:
+        raise ValueError(f"X has {X.shape[0]} rows but clicks has {clicks.size}")
+    return _fit_propensity(engine, _engine_params(engine, params), X, clicks, np.diff(offsets), position, rounds)
+
+
+def _engine_params(engine: str, params: dict | None) -> dict:
+    params = dict(params or {})
+    if engine == "lightgbm":
+        params.setdefault("verbose", -1)
+    return params
+
+
 def fit_clicks(
     X,
     clicks,
@@ -605,7 +741,8 @@ def fit_clicks(
     every round, the round that minimises it is chosen, and the objective is trained
     afresh on every query for that many rounds (its propensities estimated afresh). Of
     several objectives, the one whose chosen round explains the held-out clicks best is
-    the one refit.
+    the one refit. On click counts the default fits the propensities first
+    (:func:`fit_propensity`) and trains with them held.
 
     Parameters
     ----------
@@ -630,11 +767,11 @@ def fit_clicks(
         The objective to train, or several to compare: each is fitted on the same held-out
         split and its rounds chosen, and the one whose chosen round explains the held-out
         clicks best, with propensities fitted on those clicks for every candidate alike
-        (``selection``), is refit. Default: ``gbrank.ips_ranknet()`` and
-        ``gbrank.pbm_listnet()`` (propensities estimated), compared: on simulated worlds
-        (list lengths, fold, click models, see the page on learning from clicks) neither is
-        ahead everywhere, and the comparison closes more of the gap between raw clicks and
-        true labels on average than either alone. Where every click is 0 or 1,
+        (``selection``), is refit. Default, on click counts: the propensities fitted first
+        by :func:`fit_propensity` (``max_rounds`` rounds of ``gbrank.pbm_listnet()`` on every
+        query; ``propensity_fit``), then ``gbrank.pbm_listnet`` with them held, the rows at
+        the positions they leave out trained as never shown (see "The propensities first"
+        in :mod:`gbrank.click_training`). Where every click is 0 or 1,
         ``gbrank.pbm_cloglog()`` alone: binary clicks saturate, which the click-count model
         of the other two takes for flat position bias (on the simulated log that keeps
         whether a row was clicked in any of 10 sessions it closed 57% of the gap, against
@@ -701,6 +838,7 @@ def fit_clicks(
         candidates = [objective]
     if not hasattr(X, "shape"):
         X = np.asarray(X)
+    settle = False
     if cascade:
         if position is not None:
             raise ValueError(
@@ -717,20 +855,26 @@ def fit_clicks(
         for candidate in candidates or ():
             _check_objective(candidate)
         clicks, offsets, position = _check_log(clicks, group, qid, position)
-        if candidates is None:
-            candidates = _default_objectives(binary=bool(np.isin(clicks, (0.0, 1.0)).all()))
         if X.shape[0] != clicks.size:
             raise ValueError(f"X has {X.shape[0]} rows but clicks has {clicks.size}")
-        for candidate in candidates:
+        # on counts the default fits the propensities first: once the inputs are checked, below
+        settle = candidates is None and not np.isin(clicks, (0.0, 1.0)).all()
+        if candidates is None and not settle:
+            candidates = _default_objectives(binary=True)
+        for candidate in candidates or ():
             if candidate.mode == "known":
                 _check_theta(candidate.propensity, int(position.max()))
         labels, counted = clicks, clicks * (position >= 1)
         queries = np.arange(offsets.size - 1)
-    params = dict(params or {})
-    if engine == "lightgbm":
-        params.setdefault("verbose", -1)
+    params = _engine_params(engine, params)
     sizes = np.diff(offsets)
     held_queries = _split(offsets, counted, held_out, seed)
+    settled = None
+    if settle:
+        from .objectives import pbm_listnet
+
+        settled = _fit_propensity(engine, params, X, clicks, sizes, position, max_rounds)
+        candidates, position = [pbm_listnet(propensity=settled.propensity_)], settled.position
     held_rows = np.repeat(held_queries, sizes)
     fit_rows = np.flatnonzero(~held_rows)
     rows = np.flatnonzero(held_rows)
@@ -775,4 +919,4 @@ def fit_clicks(
     return ClickFit(booster=booster, engine=engine, objective=objective, best_rounds=best, curve=curve,
                     temperature=np.asarray(metric.temperature), propensity_=theta,
                     held_out_queries=queries[held_queries], refitted=refit, candidates=tuple(candidates),
-                    selection=selection)
+                    selection=selection, propensity_fit=settled)
