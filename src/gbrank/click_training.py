@@ -659,7 +659,7 @@ def fit_propensity(
 
     :func:`gbrank.pbm_listnet` with ``propensity="estimate"`` is trained on every query for
     ``rounds`` rounds, and the estimate it ends with is returned. That objective and its
-    estimate maximise one likelihood, :math:`E[c_i] = 	heta_{p_i} \kappa_q e^{s_i}`, so the
+    estimate maximise one likelihood, :math:`E[c_i] = \theta_{p_i} \kappa_q e^{s_i}`, so the
     training alternates between the two halves of a joint maximum-likelihood fit (the
     scores by boosting, the propensities by :mod:`gbrank.objectives.propensity`'s exact
     updates). The estimate starts from each position's click rate, which overstates the
