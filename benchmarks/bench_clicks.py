@@ -45,8 +45,8 @@ position-based, cascade and trust-bias click models; deterministic and Plackett-
 In each world the ceiling is the same learner (LightGBM, the softmax loss) on the true labels'
 gains and the naive model the same learner on the raw clicks; every method of
 ``WORLD_METHODS`` (the recommended procedure, ``gbrank.fit_clicks``, with its default objective,
-with ``pbm_listnet`` and, where the log keeps its sessions (cascade clicks), on
-``gbrank.cascade_targets``; gbrank's click objectives with estimated propensities at the fixed budget
+with ``pbm_listnet``, where the log keeps its sessions (cascade clicks) on
+``gbrank.cascade_targets``, and in XGBoost; gbrank's click objectives with estimated propensities at the fixed budget
 and early-stopped on held-out clicks by ``click_early_stopped``, LightGBM's ``position`` mode
 at the fixed budget and with its own early stopping, XGBoost's ``lambdarank_unbiased``) gets
 its share of the naive-to-ceiling gap, mean and range over the seeds. One entry of
@@ -571,6 +571,14 @@ def recommended(objective=None):
     return fit
 
 
+def recommended_xgboost(d: ClickTrain):
+    """:func:`gbrank.fit_clicks` with ``engine="xgboost"`` and its default objective, with the
+    tree parameters of ``xgb_unbiased``."""
+    model = gbrank.fit_clicks(d.X, d.clicks, d.group, position=d.position, engine="xgboost",
+                              params=_xgb_params(d), max_rounds=d.max_rounds, seed=d.seed)
+    return model.predict, model.best_rounds
+
+
 def recommended_cascade(clip=CASCADE_CLIP):
     """:func:`gbrank.fit_clicks` on :func:`gbrank.cascade_targets` (the cascade model's
     examinations, clipped at ``clip``), in the worlds whose log keeps its sessions."""
@@ -602,13 +610,17 @@ def lgb_position_es(d: ClickTrain):
     return model.predict, best
 
 
+def _xgb_params(d: ClickTrain) -> dict:
+    return {"eta": 0.1, "max_depth": 6, "nthread": d.threads, "seed": d.seed}
+
+
 def xgb_unbiased(d: ClickTrain):
     """XGBoost ``rank:ndcg`` with ``lambdarank_unbiased`` on the rows in display order, fixed rounds."""
     import xgboost as xgb
 
     dtrain = xgb.DMatrix(d.X[d.order], d.clicks[d.order], qid=np.repeat(np.arange(d.group.size), d.group))
-    model = xgb.train({"objective": "rank:ndcg", "lambdarank_unbiased": True, "ndcg_exp_gain": False, "eta": 0.1,
-                       "max_depth": 6, "nthread": d.threads, "seed": d.seed}, dtrain, d.rounds)
+    model = xgb.train({"objective": "rank:ndcg", "lambdarank_unbiased": True, "ndcg_exp_gain": False,
+                       **_xgb_params(d)}, dtrain, d.rounds)
     return (lambda X: model.predict(xgb.DMatrix(X))), d.rounds
 
 
@@ -618,6 +630,7 @@ WORLD_METHODS = {
     "fit_clicks": recommended(),
     "fit_clicks(pbm_listnet)": recommended(gbrank.pbm_listnet),
     "fit_clicks(cascade)": recommended_cascade(),
+    "fit_clicks[xgboost]": recommended_xgboost,
     "ips_listnet": gbrank_fixed(gbrank.ips_listnet),
     "ips_listnet-es": gbrank_early_stopped(gbrank.ips_listnet),
     "ips_ranknet": gbrank_fixed(functools.partial(gbrank.ips_ranknet, weighting="dcg")),
