@@ -565,7 +565,7 @@ class ClickFit:
     refitted : bool
         Whether ``booster`` was refitted on every query.
     candidates : tuple
-        The objectives compared (one, unless several were given or the default is used).
+        The objectives compared (one, unless several were given).
     selection : ndarray of shape (len(candidates),)
         Per candidate, the held-out click likelihood per click of its chosen round with the
         propensities fitted on the held-out clicks (with cascade targets: ``curve``'s
