@@ -670,7 +670,7 @@ def fit_propensity(
 
     On the simulated logs of the page on learning from clicks (lists of 2 to 111 documents,
     every one shown, 50 sessions, seed 1), the estimate at positions 2, 5, 10 and 20 was
-    0.85, 0.64, 0.55 and 0.50 of the truth at the start, 0.91, 0.77, 0.70, 0.67 after 50
+    0.85, 0.64, 0.55 and 0.50 of the truth at the start, 0.91, 0.76, 0.70, 0.67 after 50
     rounds and 0.92, 0.80, 0.77, 0.77 after 300.
 
     Parameters
