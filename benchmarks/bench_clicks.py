@@ -560,23 +560,17 @@ def gbrank_early_stopped(factory):
     return fit
 
 
-def recommended(objective=None):
+def recommended(objective=None, engine="lightgbm"):
     """The library's recommended procedure, :func:`gbrank.fit_clicks` (its default objective
-    unless one is given), with the world's parameters and the early-stopped methods' budget."""
+    unless one is given), with the world's parameters (in XGBoost those of ``xgb_unbiased``)
+    and the early-stopped methods' budget."""
     def fit(d: ClickTrain):
-        model = gbrank.fit_clicks(d.X, d.clicks, d.group, position=d.position, params=d.params,
+        model = gbrank.fit_clicks(d.X, d.clicks, d.group, position=d.position, engine=engine,
+                                  params=d.params if engine == "lightgbm" else _xgb_params(d),
                                   objective=None if objective is None else objective(),
                                   max_rounds=d.max_rounds, seed=d.seed)
         return model.predict, model.best_rounds
     return fit
-
-
-def recommended_xgboost(d: ClickTrain):
-    """:func:`gbrank.fit_clicks` with ``engine="xgboost"`` and its default objective, with the
-    tree parameters of ``xgb_unbiased``."""
-    model = gbrank.fit_clicks(d.X, d.clicks, d.group, position=d.position, engine="xgboost",
-                              params=_xgb_params(d), max_rounds=d.max_rounds, seed=d.seed)
-    return model.predict, model.best_rounds
 
 
 def recommended_cascade(clip=CASCADE_CLIP):
@@ -630,7 +624,7 @@ WORLD_METHODS = {
     "fit_clicks": recommended(),
     "fit_clicks(pbm_listnet)": recommended(gbrank.pbm_listnet),
     "fit_clicks(cascade)": recommended_cascade(),
-    "fit_clicks[xgboost]": recommended_xgboost,
+    "fit_clicks[xgboost]": recommended(engine="xgboost"),
     "ips_listnet": gbrank_fixed(gbrank.ips_listnet),
     "ips_listnet-es": gbrank_early_stopped(gbrank.ips_listnet),
     "ips_ranknet": gbrank_fixed(functools.partial(gbrank.ips_ranknet, weighting="dcg")),

@@ -123,7 +123,7 @@ _TAU_TOLERANCE = 1e-10
 _THETA_ITERATIONS = 1000
 
 
-def _default_objectives(*, cascade: bool = False, binary: bool = False) -> list:
+def _default_objectives(*, cascade: bool) -> list:
     """The default objectives where the propensities are not fitted first: cascade targets
     and 0/1 clicks (counts: :func:`fit_propensity`, then ``pbm_listnet``)."""
     from .objectives import ips_ranknet, pbm_cloglog
@@ -444,6 +444,16 @@ def _check_log(clicks, group, qid, position):
     return clicks, offsets, position
 
 
+def _check_engine(engine) -> None:
+    if engine not in ("lightgbm", "xgboost"):
+        raise ValueError(f"engine must be 'lightgbm' or 'xgboost', got {engine!r}")
+
+
+def _check_rows(X, clicks: np.ndarray) -> None:
+    if X.shape[0] != clicks.size:
+        raise ValueError(f"X has {X.shape[0]} rows but clicks has {clicks.size}")
+
+
 def _check_objective(objective) -> None:
     from .objectives.propensity import ClickObjective
 
@@ -698,14 +708,12 @@ def fit_propensity(
     >>> fit = gbrank.fit_clicks(data.X, log.clicks, data.group, position=est.position,
     ...                         objective=gbrank.ips_ranknet(propensity=est.propensity_), max_rounds=40)
     """
-    if engine not in ("lightgbm", "xgboost"):
-        raise ValueError(f"engine must be 'lightgbm' or 'xgboost', got {engine!r}")
+    _check_engine(engine)
     rounds = check_int("rounds", rounds, min=1)
     if not hasattr(X, "shape"):
         X = np.asarray(X)
     clicks, offsets, position = _check_log(clicks, group, qid, position)
-    if X.shape[0] != clicks.size:
-        raise ValueError(f"X has {X.shape[0]} rows but clicks has {clicks.size}")
+    _check_rows(X, clicks)
     return _fit_propensity(engine, _engine_params(engine, params), X, clicks, np.diff(offsets), position, rounds)
 
 
@@ -819,8 +827,7 @@ def fit_clicks(
     >>> fit.propensity_ is None and 1 <= fit.best_rounds <= 40
     True
     """
-    if engine not in ("lightgbm", "xgboost"):
-        raise ValueError(f"engine must be 'lightgbm' or 'xgboost', got {engine!r}")
+    _check_engine(engine)
     from .objectives.cascade import CascadeTargets
 
     cascade = isinstance(clicks, CascadeTargets)
@@ -855,12 +862,11 @@ def fit_clicks(
         for candidate in candidates or ():
             _check_objective(candidate)
         clicks, offsets, position = _check_log(clicks, group, qid, position)
-        if X.shape[0] != clicks.size:
-            raise ValueError(f"X has {X.shape[0]} rows but clicks has {clicks.size}")
+        _check_rows(X, clicks)
         # on counts the default fits the propensities first: once the inputs are checked, below
         settle = candidates is None and not np.isin(clicks, (0.0, 1.0)).all()
         if candidates is None and not settle:
-            candidates = _default_objectives(binary=True)
+            candidates = _default_objectives(cascade=False)
         for candidate in candidates or ():
             if candidate.mode == "known":
                 _check_theta(candidate.propensity, int(position.max()))
