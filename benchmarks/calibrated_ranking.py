@@ -37,7 +37,11 @@ family's NDCG@10 on both labels minus the hand mix's, how many hand-mixed points
 family's front dominates, and the gap between the fronts in each direction ``t`` of the
 weights: the family's best ``t * NDCG1 + (1 - t) * NDCG2`` over its points minus the hand
 mix's (the fronts' support functions; one front dominates the other's hull where its gap is
-positive in every direction).
+positive in every direction). Every family's front there includes the two models of one label
+each (weights 1 and 0, the same model in every family), so that a family's gap towards an end
+is not the hand mix's want of a point there. With the linear gain the hand mixes are the mixed
+label (``"label"``) and the mix of the labels each divided by its maximum in the query
+(``"label-max"``).
 
 ``--gain exp2`` measures NDCG@10 with the gain ``2^l - 1`` (the metrics' default) and trains
 each label with ``gbrank.lambdarank()`` (the same gain) in stochastic, gradient and
@@ -49,12 +53,17 @@ label ``w l1 + (1 - w) l2`` (``aggregate="label"``), its exponential gain
 of the labels' DCGs). Every model then stops on the validation ``w NDCG1 + (1 - w) NDCG2``
 (the constrained form on NDCG1). ``--purchase-intercept`` sets how sparse the second label
 is (the intercept of its logit: -1 gives about 27% of the documents, -3 about 8%).
+``--category-scale s`` makes half the queries a category whose second label is worth ``s``
+times more (a margin; the category is a feature): NDCG, per label and query, does not see the
+scale, a mixed label does.
 
     python benchmarks/calibrated_ranking.py                        # default: a few minutes on 2 cores
     python benchmarks/calibrated_ranking.py --out docs/benchmarks  # the docs' figures and tables
     python benchmarks/calibrated_ranking.py --pareto-seeds 1 2 3 4 5   # the front over seeds
     python benchmarks/calibrated_ranking.py --pareto-seeds 1 2 3 4 5 --gain exp2 --queries 2000 \
         --weights 9 --threads 1 [--purchase-intercept -3]    # exponential gain, per-label objectives
+    python benchmarks/calibrated_ranking.py --pareto-seeds 6 7 8 9 10 --queries 2000 --weights 9 --threads 1 \
+        --category-scale 10                                  # a label worth more in some queries
 """
 
 from __future__ import annotations
@@ -211,15 +220,22 @@ def targets(table: pd.DataFrame, alphas) -> list[str]:
 
 
 # --------------------------------------------------------------------------- two labels
-def two_labels(seed: int, n_queries: int, intercept: float = -1.0):
+def two_labels(seed: int, n_queries: int, intercept: float = -1.0, scale: float = 1.0):
     data = make_ranking(n_queries=n_queries, docs_per_query=20, n_features=20, seed=seed)
     rng = np.random.default_rng(seed + 1)
     # a purchase-like label from other features than most of the relevance, and from price
     logit = 1.5 * data.X[:, 5] - 1.0 * data.X[:, 0] + 0.5 * data.X[:, 6] + intercept
     second = (rng.uniform(size=data.y.size) < 1 / (1 + np.exp(-logit))).astype(float) * 2
+    X = data.X
+    if scale != 1.0:
+        # half the queries are of a category whose purchases are worth `scale` times more
+        # (a margin); the category is a feature, as a shop's model would have it
+        category = np.repeat(rng.integers(0, 2, size=data.group.size), data.group).astype(float)
+        second = second * np.where(category == 1, scale, 1.0)
+        X = np.column_stack([X, category])
     labels = np.column_stack([data.y, second])
     # split the row indices, carried as the label, to take both label columns along
-    parts = split_queries(RankingData(data.X, np.arange(data.y.size, dtype=float), group=data.group),
+    parts = split_queries(RankingData(X, np.arange(data.y.size, dtype=float), group=data.group),
                           (0.6, 0.2, 0.2), seed=seed)
     return [(part.X, labels[part.y.astype(int)], part.group) for part in parts]
 
@@ -246,15 +262,30 @@ def scalarised_feval(labels: np.ndarray, group: np.ndarray, w: float, gain: str)
     return feval
 
 
+def per_query_max(labels: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Each label column divided by its maximum in the query (0 where that is 0)."""
+    top = np.repeat(np.maximum.reduceat(labels, np.r_[0, np.cumsum(group)[:-1]], axis=0), group, axis=0)
+    return np.divide(labels, top, out=np.zeros_like(labels), where=top > 0)
+
+
 def pareto_part(n_queries: int, n_weights: int, seed: int = 1, weights=None, gain: str = "linear",
-                intercept: float = -1.0, threads: int = 2) -> pd.DataFrame:
+                intercept: float = -1.0, threads: int = 2, scale: float = 1.0, ends: bool = False,
+                hands: tuple | None = None) -> pd.DataFrame:
+    """Every family's models on one seed's data. ``ends``: also the two models of one label
+    each (``"one-label"``, weights 1 and 0), the common ends of every family's front.
+    ``hands``: the hand mixes (default: ``HAND_MIXES`` with ``gain="exp2"``, else the mixed
+    label); with the linear gain, ``"label-max"`` mixes the labels each divided by its
+    maximum in the query."""
     import lightgbm as lgb
 
-    (X, labels, group), (Xv, lv, gv), (Xt, lt, gt) = two_labels(seed, n_queries, intercept)
+    (X, labels, group), (Xv, lv, gv), (Xt, lt, gt) = two_labels(seed, n_queries, intercept, scale)
     weights = np.linspace(0.0, 1.0, n_weights) if weights is None else np.asarray(weights)
-    hands = HAND_MIXES if gain == "exp2" else ("label",)
-    runs = [(mode, w, {"aggregate": mode, "weights": [w, 1 - w]})
+    if hands is None:
+        hands = HAND_MIXES if gain == "exp2" else ("label",)
+    runs = [(mode, w, {"aggregate": "label" if mode == "label-max" else mode, "weights": [w, 1 - w]})
             for mode in (*hands, "stochastic", "gradient") for w in weights]
+    if ends:
+        runs += [("one-label", w, {"aggregate": "gradient", "weights": [w, 1 - w]}) for w in (0.0, 1.0)]
     floors = np.linspace(0.5, 0.75, n_weights)
     runs += [("constrained", b, {"aggregate": "constrained", "floors": [b], "penalty": 20.0}) for b in floors]
     rows = []
@@ -262,8 +293,10 @@ def pareto_part(n_queries: int, n_weights: int, seed: int = 1, weights=None, gai
         w = kwargs.get("weights", [1.0, 0.0])[0]
         train_label = labels[:, 0]
         if gain == "linear":
-            objective = gbrank.multi_label(gbrank.lambdarank(gain="linear"), labels, **kwargs)
-            valid_label = lv @ np.array(kwargs.get("weights", [1.0, 0.0]))
+            columns, valid = (per_query_max(labels, group), per_query_max(lv, gv)) if mode == "label-max" else (labels, lv)
+            objective = gbrank.multi_label(gbrank.lambdarank(gain="linear"), columns, **kwargs)
+            train_label = columns[:, 0]
+            valid_label = valid @ np.array(kwargs.get("weights", [1.0, 0.0]))
             feval = gbrank.metrics.lightgbm_feval(["ndcg@10"], gain="linear")
         else:
             if mode in hands:
@@ -289,15 +322,15 @@ def pareto_part(n_queries: int, n_weights: int, seed: int = 1, weights=None, gai
 
 
 def over_seeds(seeds, n_queries: int, n_weights: int, gain: str = "linear", intercept: float = -1.0,
-               threads: int = 2) -> list[str]:
+               threads: int = 2, scale: float = 1.0) -> tuple[list[str], pd.DataFrame]:
     """Part 2 on each seed's data at interior weights: the families' differences to each hand
     mix per weight (mean and range over seeds), the gaps between the fronts per direction and
-    the dominance counts per seed."""
+    the dominance counts per seed (Markdown lines), and every model's point."""
     weights = np.linspace(0.0, 1.0, n_weights + 2)[1:-1]
-    points = pd.concat([pareto_part(n_queries, n_weights, seed, weights, gain, intercept, threads)
-                        for seed in seeds], ignore_index=True)
+    hands = HAND_MIXES if gain == "exp2" else ("label", "label-max")
+    points = pd.concat([pareto_part(n_queries, n_weights, seed, weights, gain, intercept, threads, scale, ends=True,
+                                    hands=hands) for seed in seeds], ignore_index=True)
     columns = ["ndcg_label1", "ndcg_label2"]
-    hands = [mode for mode in HAND_MIXES if mode in set(points["mode"])]
     lines = [("| family | hand mix | w | label 1 - hand mix: mean [min, max] | label 2 - hand mix: mean [min, max] | "
              "seeds better on both |"), "|---|---|---|---|---|---|"]
     for hand_mode in hands:
@@ -320,16 +353,16 @@ def over_seeds(seeds, n_queries: int, n_weights: int, gain: str = "linear", inte
     for seed, part in points.groupby("seed"):
         for hand_mode in hands:
             lines += [f"| {seed} | {hand_mode} " + line for line in dominance(part, hand_mode)]
-    return lines
+    return lines, points
 
 
 def front_gaps(points: pd.DataFrame, mode: str, hand_mode: str, directions) -> np.ndarray:
     """In each direction t, the best ``t * NDCG1 + (1 - t) * NDCG2`` of the family's points
-    minus the hand mix's."""
+    minus the hand mix's, each with the one-label models (every family's ends) where trained."""
     t = np.asarray(directions)[:, None]
 
     def support(name: str) -> np.ndarray:
-        p = points[points["mode"] == name][["ndcg_label1", "ndcg_label2"]].to_numpy()
+        p = points[points["mode"].isin([name, "one-label"])][["ndcg_label1", "ndcg_label2"]].to_numpy()
         return (t * p[:, 0] + (1 - t) * p[:, 1]).max(axis=1)
 
     return support(mode) - support(hand_mode)
@@ -374,16 +407,29 @@ def main(argv=None) -> None:
                         help="with --pareto-seeds: the NDCG gain measured and trained per label (module notes)")
     parser.add_argument("--purchase-intercept", type=float, default=-1.0,
                         help="with --pareto-seeds: intercept of the second label's logit (lower: sparser)")
+    parser.add_argument("--category-scale", type=float, default=1.0,
+                        help="with --pareto-seeds: the second label's worth in half the queries (a category)")
     parser.add_argument("--threads", type=int, default=2, help="LightGBM threads of the two-label models")
     args = parser.parse_args(argv)
-    if not args.pareto_seeds and (args.gain != "linear" or args.purchase_intercept != -1.0):
-        parser.error("--gain and --purchase-intercept are for --pareto-seeds; the default run's part 2 is the "
+    if not args.pareto_seeds and (args.gain != "linear" or args.purchase_intercept != -1.0
+                                  or args.category_scale != 1.0):
+        parser.error("--gain, --purchase-intercept and --category-scale are for --pareto-seeds; the default run's part 2 is the "
                      "figure's, with the linear gain")
     if args.pareto_seeds:
         started = time.perf_counter()
-        print("\n".join(over_seeds(args.pareto_seeds, args.queries, args.weights, args.gain,
-                                   args.purchase_intercept, args.threads)))
+        lines, points = over_seeds(args.pareto_seeds, args.queries, args.weights, args.gain,
+                                   args.purchase_intercept, args.threads, args.category_scale)
+        print("\n".join(lines))
         print(f"\n{time.perf_counter() - started:.0f} s")
+        if args.out is not None:
+            stem = f"multi-label-seeds-{args.gain}-intercept{args.purchase_intercept:g}-scale{args.category_scale:g}"
+            args.out.mkdir(parents=True, exist_ok=True)
+            points.to_csv(args.out / f"{stem}.csv", index=False)
+            first = points[points["seed"] == args.pareto_seeds[0]]
+            title = f"seed {args.pareto_seeds[0]}"
+            if args.category_scale != 1.0:
+                title += f", label 2 worth {args.category_scale:g} times more in half the queries"
+            pareto_figure(first, args.out / f"{stem}.png", title=title)
         return
 
     table, differences = calibration_part(args.datasets, args.alphas, args.queries)
@@ -398,30 +444,43 @@ def main(argv=None) -> None:
               "front dominates |"), "|---|---|---|---|", *dominance(points)]
     print("\n".join(report))
     if args.out is not None:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
         args.out.mkdir(parents=True, exist_ok=True)
         table.to_csv(args.out / "calibrated.csv", index=False)
         differences.to_csv(args.out / "calibrated-ndcg-differences.csv", index=False)
         points.to_csv(args.out / "multi-label-pareto.csv", index=False)
         (args.out / "calibrated-report.md").write_text("\n".join(report) + "\n")
-        fronts = {name: part[["ndcg_label1", "ndcg_label2"]].to_numpy()
-                  for name, part in points.groupby("mode", sort=False)}
-        names = {"label": "hand-mixed label", "stochastic": "stochastic label aggregation",
-                 "gradient": "gradient aggregation", "constrained": "constrained (floors on label 2)"}
-        ax = gbrank.metrics.pareto_plot({names[k]: v for k, v in fronts.items()},
-                                        axis_labels=("test NDCG@10, label 1 (relevance)",
-                                                     "test NDCG@10, label 2 (purchase)"))
-        ax.figure.tight_layout()
-        ax.figure.savefig(args.out / "multi-label-pareto.png", dpi=110)
-        plt.close(ax.figure)
+        pareto_figure(points, args.out / "multi-label-pareto.png")
         figure_calibration(table, differences, args.out / "calibrated.png")
 
 
+def pareto_figure(points: pd.DataFrame, path: Path, title: str | None = None) -> None:
+    """Each family's points and Pareto front (the one-label models join every family)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ends = points[points["mode"] == "one-label"][["ndcg_label1", "ndcg_label2"]].to_numpy()
+    fronts = {name: np.vstack([part[["ndcg_label1", "ndcg_label2"]].to_numpy(), ends])
+              for name, part in points.groupby("mode", sort=False) if name != "one-label"}
+    names = {"label": "hand-mixed label", "label-max": "hand-mixed, each label / its query maximum",
+             "label-exp": "hand-mixed, exponential gain", "gain-mix": "hand-mixed gains",
+             "stochastic": "stochastic label aggregation", "gradient": "gradient aggregation",
+             "constrained": "constrained (floors on label 2)"}
+    ax = gbrank.metrics.pareto_plot({names[k]: v for k, v in fronts.items()},
+                                    axis_labels=("test NDCG@10, label 1 (relevance)",
+                                                 "test NDCG@10, label 2 (purchase)"))
+    if title:
+        ax.set_title(title)
+    ax.figure.tight_layout()
+    ax.figure.savefig(path, dpi=110)
+    plt.close(ax.figure)
+
+
 def figure_calibration(table: pd.DataFrame, differences: pd.DataFrame, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     datasets_ = list(dict.fromkeys(table["dataset"]))
