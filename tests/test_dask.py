@@ -315,6 +315,14 @@ def test_bagging_by_query_is_refused(client, train_frame):
         gdask.train_lightgbm(client, train_frame, gbrank.listmle(), num_boost_round=2, params=params)
 
 
+def test_params_that_set_the_rounds_are_refused(client, train_frame):
+    # LightGBM would take num_trees over num_boost_round without a word
+    with pytest.raises(ValueError, match=r"params may not set \['num_trees'\]: pass num_boost_round="):
+        gdask.train_lightgbm(client, train_frame, gbrank.listmle(), num_boost_round=2, params={"num_trees": 5})
+    with pytest.raises(ValueError, match=r"params may not set \['n_estimators'\]: pass num_boost_round="):
+        gdask.train_xgboost(client, train_frame, gbrank.listmle(), num_boost_round=2, params={"n_estimators": 5})
+
+
 def test_xgboost_objective_reads_the_rows_its_worker_resorted(client, data, train_frame):
     # Whole queries per partition but rows interleaved: XGBoost sorts each worker's rows by
     # qid, so an objective holding arrays from the client would see the wrong rows.

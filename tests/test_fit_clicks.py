@@ -355,6 +355,27 @@ def test_bad_input_is_refused_with_the_fix(log):
         gbrank.fit_clicks(X[:-1], clicks, group, position=position)
 
 
+@pytest.mark.parametrize("engine", ["lightgbm", "xgboost"])
+@pytest.mark.parametrize("name", ["num_trees", "num_iterations", "n_estimators", "early_stopping_round",
+                                  "objective", "loss", "metric", "eval_metric"])
+def test_params_that_would_override_the_procedure_are_refused(log, engine, name):
+    # LightGBM takes num_trees (any alias of num_iterations) in params over the rounds asked
+    # for: fit_clicks would train and refit fewer rounds than max_rounds without a word
+    X, clicks, group, position = _args(log)
+    with pytest.raises(ValueError, match=rf"params may not set \['{name}'\]: fit_clicks .* max_rounds="):
+        gbrank.fit_clicks(X, clicks, group, position=position, engine=engine, params={name: 3})
+    with pytest.raises(ValueError, match=rf"params may not set \['{name}'\]: fit_propensity .* rounds="):
+        gbrank.fit_propensity(X, clicks, group, position=position, engine=engine, params={name: 3})
+
+
+def test_params_must_be_a_dict(log):
+    X, clicks, group, position = _args(log)
+    with pytest.raises(TypeError, match="params must be a dict"):
+        gbrank.fit_clicks(X, clicks, group, position=position, params=[("num_leaves", 3)])
+    with pytest.raises(TypeError, match="params must be a dict"):
+        gbrank.fit_propensity(X, clicks, group, position=position, params="num_leaves=3")
+
+
 def test_the_metric_refuses_the_training_set(log):
     _, clicks, group, position = _args(log)
     metric = HeldOutClickLikelihood(gbrank.pbm_listnet(propensity=np.ones(10)), None, clicks[:group[0]], group[:1],

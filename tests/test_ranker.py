@@ -279,6 +279,11 @@ def test_bad_labels_weights_and_params(data):
         Ranker(**FAST).fit(data.X[:1], data.y[:1], group=[1])
     with pytest.raises(ValueError, match=r"params may not set \['objective'\]"):
         Ranker(params={"objective": "lambdarank"}).fit(data.X, data.y, group=data.group)
+    # LightGBM would take any alias of num_iterations over n_estimators, without a word
+    with pytest.raises(ValueError, match=r"params may not set \['num_trees'\]: use objective=, n_estimators="):
+        Ranker(n_estimators=10, params={"num_trees": 3}).fit(data.X, data.y, group=data.group)
+    with pytest.raises(ValueError, match=r"params may not set \['loss', 'metrics'\]"):
+        Ranker(params={"loss": "regression", "metrics": "ndcg"}).fit(data.X, data.y, group=data.group)
     with pytest.raises(ValueError, match="n_estimators must be a positive integer"):
         Ranker(n_estimators=0).fit(data.X, data.y, group=data.group)
     with pytest.raises(ValueError, match="score_at must be a positive integer"):

@@ -108,6 +108,7 @@ import numpy as np
 
 from . import engines as _engines
 from ._validation import check_float, check_int
+from .engines._common import FRONT_END_PARAMS, refuse_params
 from .engines.statistics import Statistics
 from .groups import group_offsets
 
@@ -714,10 +715,15 @@ def fit_propensity(
         X = np.asarray(X)
     clicks, offsets, position = _check_log(clicks, group, qid, position)
     _check_rows(X, clicks)
-    return _fit_propensity(engine, _engine_params(engine, params), X, clicks, np.diff(offsets), position, rounds)
+    params = _engine_params(engine, params, "fit_propensity trains gbrank.pbm_listnet(propensity='estimate') for "
+                            "rounds= rounds with no metric: set the rounds with rounds=")
+    return _fit_propensity(engine, params, X, clicks, np.diff(offsets), position, rounds)
 
 
-def _engine_params(engine: str, params: dict | None) -> dict:
+def _engine_params(engine: str, params: dict | None, fix: str) -> dict:
+    if params is not None and not isinstance(params, dict):
+        raise TypeError(f"params must be a dict of engine parameters, got {type(params).__name__}")
+    refuse_params(params, FRONT_END_PARAMS, fix)
     params = dict(params or {})
     if engine == "lightgbm":
         params.setdefault("verbose", -1)
@@ -792,7 +798,9 @@ def fit_clicks(
     engine : {"lightgbm", "xgboost"}, default="lightgbm"
     params : dict, optional
         The engine's parameters (``lgb.train``'s or ``xgb.train``'s), e.g. the learning
-        rate; ``{"verbose": -1}`` is added for LightGBM unless given.
+        rate; ``{"verbose": -1}`` is added for LightGBM unless given. The objective, the
+        metrics and the rounds (with LightGBM's aliases, such as ``num_trees``) are set
+        here and refused in ``params``.
     max_rounds : int, default=300
         Rounds of the held-out fit: the longest model considered.
     held_out : float, default=0.2
@@ -872,7 +880,8 @@ def fit_clicks(
                 _check_theta(candidate.propensity, int(position.max()))
         labels, counted = clicks, clicks * (position >= 1)
         queries = np.arange(offsets.size - 1)
-    params = _engine_params(engine, params)
+    params = _engine_params(engine, params, "fit_clicks chooses the objective and the rounds on held-out clicks: "
+                            "pass objective= and max_rounds=")
     sizes = np.diff(offsets)
     held_queries = _split(offsets, counted, held_out, seed)
     settled = None

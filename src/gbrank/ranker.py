@@ -24,6 +24,7 @@ from ._sklearn_compat import check_array, validate_data
 from ._validation import check_labels, check_weights
 from .engines import BUILTIN_OBJECTIVES, is_builtin, positions, uses_position, with_position
 from .engines import predict as engine_predict
+from .engines._common import FRONT_END_PARAMS, refuse_params
 from .gains import resolve_gain
 from .groups import check_group
 from .metrics import make_metrics, ndcg
@@ -43,14 +44,6 @@ _SHARED_PARAMS = {
     "reg_lambda": ("lambda_l2", "lambda"),
     "n_jobs": ("num_threads", "nthread"),
 }
-
-# Set through fit() or the constructor; in `params` they would be ambiguous.
-_RESERVED = frozenset(
-    {
-        "objective", "metric", "eval_metric", "n_estimators", "num_boost_round", "num_iterations",
-        "num_round", "num_rounds", "early_stopping_round", "early_stopping_rounds",
-    }
-)
 
 _IMPORTANCE = {"gain": ("gain", "total_gain"), "split": ("split", "weight")}
 
@@ -109,7 +102,8 @@ class Ranker(BaseEstimator):
         seed. A gbrank objective with random tie-breaking has its own ``seed``.
     params : dict, optional
         Further engine parameters, passed as they are and applied last (they win over the
-        arguments above). The objective, metric and number of rounds cannot be set here.
+        arguments above). The objective, metric, number of rounds and early stopping cannot
+        be set here, nor LightGBM's aliases of them (``num_trees``, ``loss``, ...).
         LightGBM's ``categorical_feature`` (indices, or ``"name:a,b"`` with a DataFrame's
         column names) goes to the training set, where LightGBM reads it.
 
@@ -414,12 +408,8 @@ class Ranker(BaseEstimator):
         if self.params is not None:
             if not isinstance(self.params, dict):
                 raise TypeError(f"params must be a dict of engine parameters, got {type(self.params).__name__}")
-            reserved = sorted(_RESERVED.intersection(self.params))
-            if reserved:
-                raise ValueError(
-                    f"params may not set {reserved}: use objective=, n_estimators=, eval_at= "
-                    "and early_stopping_rounds="
-                )
+            refuse_params(self.params, FRONT_END_PARAMS,
+                          "use objective=, n_estimators=, eval_at= and early_stopping_rounds=")
         return self.engine
 
     def _resolve_objective(self, engine: str):

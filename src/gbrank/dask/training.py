@@ -14,6 +14,7 @@ from ..engines import Statistics, is_builtin, reads_position, watched
 from ..engines import dask as dask_engine
 from ..engines import lightgbm as lightgbm_engine
 from ..engines import xgboost as xgboost_engine
+from ..engines._common import ROUNDS_PARAMS, refuse_params
 from ..groups import qid_to_sizes
 from .layout import check_partitions, partition_rows, query_sizes, require_frame, require_numeric, stable_partitions
 from .metrics import distributed_metrics
@@ -100,7 +101,8 @@ def train_lightgbm(
         Boosting rounds.
     params : dict, optional
         LightGBM parameters (``num_leaves``, ``learning_rate``, ...); each worker uses its
-        Dask threads. ``verbosity`` defaults to -1.
+        Dask threads. ``verbosity`` defaults to -1. The rounds are ``num_boost_round``'s:
+        ``num_trees`` and LightGBM's other aliases of them are refused here.
     check : bool, default=True
         First verify with :func:`check_partitions` that no query crosses a partition (one
         pass over the query ids). Empty partitions (e.g. after a filter) are dropped either
@@ -125,6 +127,7 @@ def train_lightgbm(
     names = label_columns(label_col)
     check_objective(objective, names, "lightgbm")
     lightgbm_engine.check_params(params, objective)
+    refuse_params(params, ROUNDS_PARAMS, "pass num_boost_round=")
     if not builtin and reads_position(objective):
         raise ValueError(
             f"{objective!r} reads display positions, which lightgbm.dask does not pass to a worker's "
@@ -200,7 +203,8 @@ def train_xgboost(
         Column of display positions (1 = top, -1 never shown), for the click objectives;
         required by those that read them.
     params : dict, optional
-        XGBoost parameters; each worker uses its Dask threads.
+        XGBoost parameters; each worker uses its Dask threads. The rounds are
+        ``num_boost_round``'s (``n_estimators`` and its kind are refused here).
     evals : list of (dask DataFrame, str), optional
         Eval sets (same columns, queries whole) evaluated every round with
         :class:`DistributedMetrics` (exact over workers).
@@ -248,6 +252,7 @@ def train_xgboost(
     features = _columns(df, label_col, qid_col, None, features, position_col)
     names = label_columns(label_col)
     check_objective(objective, names, "xgboost")
+    refuse_params(params, ROUNDS_PARAMS, "pass num_boost_round= and early_stopping_rounds=")
     builtin = isinstance(objective, str)
     if not builtin and position_col is None and reads_position(objective):
         raise ValueError(

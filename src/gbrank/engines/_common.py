@@ -1,5 +1,5 @@
 """What both engine adapters share: the fields of a training set, the objective dispatch,
-the starting score and the early-stopping rule.
+the starting score, the early-stopping rule and the parameters a front-end sets itself.
 
 Nothing here imports an engine: the readers call methods of the objects the engines hand
 to an objective, and the engines are imported inside the functions that build or train.
@@ -159,6 +159,32 @@ class BestRound:
             self.best_score = float(score)
             self.best_round = self.round
         return self.round - self.best_round >= self.rounds
+
+
+#: Parameters that change how many rounds an engine trains: LightGBM's ``num_iterations`` and
+#: ``early_stopping_round`` with their aliases (LightGBM takes any of them in ``params`` over
+#: ``lgb.train``'s ``num_boost_round``), and the scikit-learn spellings.
+ROUNDS_PARAMS = frozenset({
+    "num_iterations", "num_iteration", "n_iter", "num_tree", "num_trees", "num_round", "num_rounds", "nrounds",
+    "num_boost_round", "n_estimators", "max_iter",
+    "early_stopping_round", "early_stopping_rounds", "early_stopping", "n_iter_no_change",
+})
+
+#: What a front-end that chooses the objective, the metrics and the rounds from its own
+#: arguments sets itself: the rounds, the objective (LightGBM's aliases too) and the metrics.
+FRONT_END_PARAMS = ROUNDS_PARAMS | {
+    "objective", "objective_type", "app", "application", "loss",
+    "metric", "metrics", "metric_types", "eval_metric",
+}
+
+
+def refuse_params(params: dict | None, names: frozenset, fix: str) -> None:
+    """Refuse engine ``params`` that set any of ``names``: in a front-end that sets them from
+    its own arguments they would override those arguments (LightGBM's ``num_trees`` over the
+    rounds) or be dropped without a word."""
+    given = sorted(names.intersection(params or {}))
+    if given:
+        raise ValueError(f"params may not set {given}: {fix}")
 
 
 _NO_ENGINE = contextlib.nullcontext()
