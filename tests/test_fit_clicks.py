@@ -553,6 +553,8 @@ def test_fit_propensity_refuses_bad_input_with_the_fix(log):
     bad[3] = np.nan
     with pytest.raises(ValueError, match=r"clicks\[3\]"):
         gbrank.fit_propensity(train.X, bad, train.group, position=clicks.position)
+    with pytest.raises(ValueError, match="the log has no click"):
+        gbrank.fit_propensity(train.X, 0 * clicks.clicks, train.group, position=clicks.position)
 
 
 def test_the_default_for_binary_clicks_is_the_cloglog_likelihood(log):

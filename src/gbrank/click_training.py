@@ -715,6 +715,8 @@ def fit_propensity(
         X = np.asarray(X)
     clicks, offsets, position = _check_log(clicks, group, qid, position)
     _check_rows(X, clicks)
+    if not clicks.any():
+        raise ValueError("the log has no click: nothing to estimate the propensities from (they would stay at 1)")
     params = _engine_params(engine, params, "fit_propensity trains gbrank.pbm_listnet(propensity='estimate') for "
                             "rounds= rounds with no metric: set the rounds with rounds=")
     return _fit_propensity(engine, params, X, clicks, np.diff(offsets), position, rounds)
