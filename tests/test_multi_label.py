@@ -164,7 +164,7 @@ def test_lgb_cv_folds_are_refused_with_the_fix():
     lgb = pytest.importorskip("lightgbm")
     X, labels, sizes = engine_data(2, n_queries=30)
     obj = gbrank.multi_label(gbrank.ranknet(), labels)
-    with pytest.raises(ValueError, match="folds hold other rows and are not supported"):
+    with pytest.raises(ValueError, match=r"cross-validate with a loop instead, over gbrank.engines.query_folds"):
         data = lgb.Dataset(X, labels[:, 0], group=sizes)
         lgb.cv({**lgb_params(), "objective": obj}, data, num_boost_round=2,
                folds=gbrank.engines.query_folds(data, nfold=3))
@@ -174,8 +174,23 @@ def test_xgb_cv_folds_are_refused_with_the_fix():
     xgb = pytest.importorskip("xgboost")
     X, labels, sizes = engine_data(3, n_queries=30)
     obj = gbrank.multi_label(gbrank.ranknet(), labels)
-    with pytest.raises(ValueError, match="folds hold other rows and are not supported"):
+    with pytest.raises(ValueError, match=r"cross-validate with a loop instead, over gbrank.engines.query_folds"):
         xgb.cv(XGB_PARAMS, xgb.DMatrix(X, labels[:, 0], group=sizes), num_boost_round=2, nfold=3, obj=obj)
+
+
+def test_the_cross_validation_loop_the_refusal_names_trains_every_fold():
+    lgb = pytest.importorskip("lightgbm")
+    X, labels, sizes = engine_data(4, n_queries=30)
+    query = np.repeat(np.arange(sizes.size), sizes)
+    scores = []
+    for train_rows, test_rows in gbrank.engines.query_folds(sizes, nfold=3):
+        fold_sizes = np.bincount(query[train_rows])[np.unique(query[train_rows])]
+        obj = gbrank.multi_label(gbrank.ranknet(), labels[train_rows])
+        booster = lgb.train({**lgb_params(), "objective": obj},
+                            lgb.Dataset(X[train_rows], labels[train_rows, 0], group=fold_sizes), num_boost_round=5)
+        test_sizes = np.bincount(query[test_rows])[np.unique(query[test_rows])]
+        scores.append(per_label_ndcg(labels[test_rows], booster.predict(X[test_rows]), test_sizes, k=10))
+    assert len(scores) == 3 and all(np.isfinite(s).all() for s in scores)
 
 
 def test_pickles_and_settings_are_fixed():

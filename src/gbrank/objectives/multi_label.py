@@ -219,9 +219,11 @@ class MultiLabel(RankingObjective):
         if n != expected:
             raise ValueError(
                 f"the training data has {n} rows but the multi-label objective was given {expected} rows of labels: "
-                "give multi_label(labels=...) the label columns of exactly the training rows, in their order "
-                "(lgb.cv / xgb.cv folds hold other rows and are not supported; on Dask, give gbrank.dask's training "
-                "functions the label columns, label_col=[...], and the objective without labels)"
+                "give multi_label(labels=...) the label columns of exactly the training rows, in their order. "
+                "An lgb.cv / xgb.cv fold holds a subset of the rows: cross-validate with a loop instead, over "
+                "gbrank.engines.query_folds(sizes, nfold=...), training each fold with lgb.train / xgb.train and "
+                "multi_label(objective, labels=labels[train_rows]). On Dask, give gbrank.dask's training functions "
+                "the label columns, label_col=[...], and the objective without labels"
             )
         # the engines hold labels as float32
         differs = np.flatnonzero(labels.astype(np.float32) != self.labels[:, 0].astype(np.float32))
