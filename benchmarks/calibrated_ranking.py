@@ -20,7 +20,9 @@ bins) of ``sigmoid(score)`` against the binary labels, and on generated data the
 absolute error against the true click probability. NDCG@10 is compared with the best ranking
 objective's per test query: the mean difference, its 95% simultaneous interval (Student's t
 at level 0.05/m for the m methods compared on the dataset, Bonferroni) and the Holm-adjusted
-paired t-test p-value (``gbrank.bench.stats.holm``).
+paired t-test p-value (``gbrank.bench.stats.holm``). ``--calibration-folds`` runs part 1 alone
+on each LETOR fold given (generated data: seed ``fold - 1``): the targets per fold, the mean
+over the folds, and the differences pooled over the folds' test queries.
 
 Part 2, two labels. Generated queries carry a graded relevance label and a second label
 (a purchase-like signal that depends on other features). ``gbrank.lambdarank(gain="linear")``
@@ -59,6 +61,7 @@ scale, a mixed label does.
 
     python benchmarks/calibrated_ranking.py                        # default: a few minutes on 2 cores
     python benchmarks/calibrated_ranking.py --out docs/benchmarks  # the docs' figures and tables
+    python benchmarks/calibrated_ranking.py --calibration-folds 1 2 3 4 5   # part 1 on every LETOR fold
     python benchmarks/calibrated_ranking.py --pareto-seeds 1 2 3 4 5   # the front over seeds
     python benchmarks/calibrated_ranking.py --pareto-seeds 1 2 3 4 5 --gain exp2 --queries 2000 \
         --weights 9 --threads 1 [--purchase-intercept -3]    # exponential gain, per-label objectives
@@ -112,19 +115,21 @@ def generated(seed: int, n_queries: int) -> tuple[tuple[RankingData, ...], tuple
     return tuple(out), (parts[-1].y, truth)
 
 
-def datasets(names, n_queries: int):
+def datasets(names, n_queries: int, fold: int = 1):
+    """Each dataset's train, validation and test parts: LETOR fold ``fold``, or generated data
+    of seed ``fold - 1``."""
     root = data_dir()
     for name in names:
         if name == "generated":
-            parts, truth = generated(0, n_queries)
+            parts, truth = generated(fold - 1, n_queries)
             yield name, parts, truth
             continue
         folder = {"mq2008": "letor4_mq2008", "ohsumed": "letor3_ohsumed/QueryLevelNorm"}[name]
         if root is None or not (root / folder).is_dir():
             print(f"{name}: LETOR data not found (set GBRANK_DATA_DIR), skipped")
             continue
-        fold = load_letor_fold(root / folder, 1)
-        yield name, tuple(binarised(part) for part in fold), None
+        parts = load_letor_fold(root / folder, fold)
+        yield name, tuple(binarised(part) for part in parts), None
 
 
 # --------------------------------------------------------------------------- training
@@ -148,9 +153,11 @@ def train(objective, train_set: RankingData, valid: RankingData, watch: str):
     return booster
 
 
-def calibration_part(names, alphas, n_queries: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+def calibration_part(names, alphas, n_queries: int, fold: int = 1) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """Every method on each dataset's fold ``fold``: the table, the per-query comparisons with
+    the best ranking objective, and each method's per-query NDCG@10 (``(dataset, method)``)."""
     rows, per_query = [], {}
-    for dataset, (train_set, valid, test), truth in datasets(names, n_queries):
+    for dataset, (train_set, valid, test), truth in datasets(names, n_queries, fold):
         methods = {f"rcr({a:g})": (gbrank.rcr(alpha=a), "logloss") for a in alphas}
         methods.update({f"weighted({a:g})": (gbrank.weighted_logistic_softmax(alpha=a), "logloss") for a in alphas})
         methods.update({"logistic": ("binary", "logloss"), "lambdarank": ("lambdarank", "ndcg"),
@@ -178,7 +185,38 @@ def calibration_part(names, alphas, n_queries: int) -> tuple[pd.DataFrame, pd.Da
             if row["dataset"] == dataset:
                 row["best_ranking"] = best
     table = pd.DataFrame(rows)
-    return table, compare(table, per_query)
+    return table, compare(table, per_query), per_query
+
+
+def over_folds(names, alphas, n_queries: int, folds) -> list[str]:
+    """Part 1 on each fold (generated data: one seed per fold): the targets per fold, and the
+    NDCG@10 differences to each fold's best ranking objective pooled over the folds' test
+    queries (every LETOR query is a test query of one fold)."""
+    tables, pooled = [], {}
+    for fold in folds:
+        table, _, per_query = calibration_part(names, alphas, n_queries, fold)
+        tables.append(table.assign(fold=fold))
+        for dataset, part in table.groupby("dataset", sort=False):
+            best = part["best_ranking"].iloc[0]
+            for method in [*part["method"], "best ranking"]:
+                scores = per_query[(dataset, best if method == "best ranking" else method)]
+                pooled.setdefault((dataset, method), []).append(scores)
+    table = pd.concat(tables, ignore_index=True)
+    lines = [("| dataset | fold | best ranking | alpha | RCR NDCG@10 - best ranking | within 0.005 | RCR log loss vs "
+              "logistic | within 2% | beats the weighted baseline on one |"), "|---|---|---|---|---|---|---|---|---|"]
+    for fold, part in table.groupby("fold"):
+        for dataset, rows in part.groupby("dataset", sort=False):
+            best = rows["best_ranking"].iloc[0]
+            lines += [line.replace(f"| {dataset} |", f"| {dataset} | {fold} | {best} |", 1)
+                      for line in targets(rows, alphas)]
+    per_query = {key: np.concatenate(parts) for key, parts in pooled.items()}
+    summary = table.groupby(["dataset", "method"], sort=False)[["ndcg@10", "logloss", "ece"]].mean().reset_index()
+    summary["best_ranking"] = "best ranking"
+    summary = summary[~summary["method"].isin(["lambdarank", "softmax"])]
+    lines += ["", "Mean over the folds:", "", markdown(summary.drop(columns="best_ranking")), "",
+              "NDCG@10 minus each fold's best ranking objective, per test query, pooled over the folds:", "",
+              markdown(compare(summary, per_query))]
+    return lines
 
 
 def compare(table: pd.DataFrame, per_query: dict) -> pd.DataFrame:
@@ -401,6 +439,8 @@ def main(argv=None) -> None:
     parser.add_argument("--queries", type=int, default=300, help="generated queries (each 20 documents)")
     parser.add_argument("--weights", type=int, default=4, help="points per family on the Pareto figure")
     parser.add_argument("--out", type=Path, help="directory for the tables, figures and report")
+    parser.add_argument("--calibration-folds", nargs="+", type=int,
+                        help="only the calibration part, on these LETOR folds (generated data: seed fold - 1)")
     parser.add_argument("--pareto-seeds", nargs="+", type=int,
                         help="only the two-label part, over these seeds, at interior weights (module notes)")
     parser.add_argument("--gain", choices=("linear", "exp2"), default="linear",
@@ -432,7 +472,12 @@ def main(argv=None) -> None:
             pareto_figure(first, args.out / f"{stem}.png", title=title)
         return
 
-    table, differences = calibration_part(args.datasets, args.alphas, args.queries)
+    if args.calibration_folds:
+        started = time.perf_counter()
+        print("\n".join(over_folds(args.datasets, args.alphas, args.queries, args.calibration_folds)))
+        print(f"\n{time.perf_counter() - started:.0f} s")
+        return
+    table, differences, _ = calibration_part(args.datasets, args.alphas, args.queries)
     points = pareto_part(args.queries, args.weights, threads=args.threads)
     report = ["## Calibration", "", markdown(table), "",
               ("NDCG@10 minus the best ranking objective's, per test query (95% simultaneous intervals, "

@@ -1,9 +1,11 @@
-"""benchmarks/calibrated_ranking.py, two labels: the category-scale data, the per-query
-normalised hand mix, the front gaps with the one-label ends, and one --pareto-seeds run."""
+"""benchmarks/calibrated_ranking.py: the calibration part over folds, and for two labels the
+category-scale data, the per-query normalised hand mix, the front gaps with the one-label
+ends and one --pareto-seeds run."""
 
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 import pandas as pd
@@ -91,3 +93,26 @@ def test_category_scale_is_refused_outside_pareto_seeds():
     bench = _script()
     with pytest.raises(SystemExit):
         bench.main(["--category-scale", "4"])
+
+
+def test_calibration_folds_report_every_fold_and_pool_the_test_queries(capsys):
+    pytest.importorskip("lightgbm")
+    bench = _script()
+    bench.main(["--calibration-folds", "1", "2", "--datasets", "generated", "--queries", "40"])
+    out = capsys.readouterr().out
+    for fold in (1, 2):
+        assert re.search(rf"^\| generated \| {fold} \| (lambdarank|softmax) \| 0.5 \| [+-]\d", out, re.MULTILINE)
+    # pooled over the folds: each fold's 8 test queries
+    _, _, per_query = bench.calibration_part(["generated"], [0.5], 40, fold=2)
+    assert per_query[("generated", "rcr(0.5)")].size == 8
+    pooled = re.search(r"^\| generated \| rcr\(0\.5\) \| best ranking \| (\S+) \|", out, re.MULTILINE)
+    assert pooled is not None and np.isfinite(float(pooled.group(1)))
+
+
+def test_the_folds_of_generated_data_are_seeds():
+    bench = _script()
+    (first, *_), _ = bench.generated(0, 40)
+    (again, *_), _ = next(bench.datasets(["generated"], 40, fold=1))[1:]
+    (second, *_), _ = next(bench.datasets(["generated"], 40, fold=2))[1:]
+    np.testing.assert_array_equal(first.X, again.X)
+    assert not np.array_equal(first.X, second.X)
