@@ -387,8 +387,10 @@ class HeldOutClickLikelihood:
             # examined without a click, rows below a fold would reward a model for the logging order
             left_out = self.objective.binding(self.train_set).left_out_
             if not np.array_equal(left_out, self._left_out):
+                from .objectives.propensity import examined_rows
+
                 self._left_out = left_out
-                self._held = _HeldOut(clicks, offsets, (position >= 1) & ~left_out[np.maximum(position, 1) - 1])
+                self._held = _HeldOut(clicks, offsets, examined_rows(position, left_out))
                 if self._held.total == 0:
                     raise ValueError(
                         "every held-out click is at a position the fit leaves out (never examined, or saturated): "
@@ -643,14 +645,14 @@ def _train(engine: str, params: dict, X, clicks, sizes, objective, position, rou
 
 def _fit_propensity(engine: str, params: dict, X, clicks, sizes, position, rounds: int) -> PropensityFit:
     from .objectives import pbm_listnet
+    from .objectives.propensity import examined_rows
 
     objective = pbm_listnet(propensity="estimate")
     _, dtrain = _train(engine, params, X, clicks, sizes, objective, position, rounds, int(position.max()))
     binding = objective.binding(dtrain)
     left_out = binding.left_out_
-    shown = position >= 1
-    kept = position.copy()
-    kept[shown & left_out[np.maximum(position, 1) - 1]] = -1
+    # rows never shown are -1 already
+    kept = np.where(examined_rows(position, left_out), position, -1)
     return PropensityFit(propensity_=binding.propensity_, left_out_=left_out, position=kept, rounds=rounds)
 
 

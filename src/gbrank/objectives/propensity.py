@@ -170,6 +170,12 @@ def _unexamined(clickless, clicks, position, reduce) -> np.ndarray:
     return clickless & (rate * rows >= _UNEXAMINED_CLICKS)
 
 
+def examined_rows(position, left_out) -> np.ndarray:
+    """The rows shown at a position the estimate does not leave out (``left_out``, one flag
+    per position): the rows a click objective and its criterion learn from."""
+    return (position >= 1) & ~left_out[np.maximum(position, 1) - 1]
+
+
 def _carry_down(theta, unexamined) -> np.ndarray:
     """``theta`` with each position the estimate says nothing of (NaN) given the value of the
     nearest position above it that it does (1 at the top and where nothing is above; a value
@@ -462,7 +468,7 @@ class ClickObjective(RankingObjective):
             theta = self._fit_propensity(np.zeros(clicks.shape[0]), state, n_positions, None)
             state["unexamined"] = _unexamined(np.isnan(theta) & ~state["saturated"], clicks, pos, reduce)
             state["left_out"] = state["unexamined"] | state["saturated"]
-            shown &= ~state["left_out"][np.maximum(pos, 1) - 1]
+            shown = examined_rows(pos, state["left_out"])
             theta = np.maximum(_carry_down(theta, state["left_out"]), _MIN_PROPENSITY)
             state["fit"] = _Fit(theta)
         if not shown.all():
