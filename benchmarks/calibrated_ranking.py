@@ -394,13 +394,19 @@ def over_seeds(seeds, n_queries: int, n_weights: int, gain: str = "linear", inte
     return lines, points
 
 
+def family_points(points: pd.DataFrame, mode: str) -> np.ndarray:
+    """The family's (NDCG1, NDCG2) points with the one-label models, where trained: the ends
+    of every family's front."""
+    return points[points["mode"].isin([mode, "one-label"])][["ndcg_label1", "ndcg_label2"]].to_numpy()
+
+
 def front_gaps(points: pd.DataFrame, mode: str, hand_mode: str, directions) -> np.ndarray:
     """In each direction t, the best ``t * NDCG1 + (1 - t) * NDCG2`` of the family's points
-    minus the hand mix's, each with the one-label models (every family's ends) where trained."""
+    minus the hand mix's (:func:`family_points`)."""
     t = np.asarray(directions)[:, None]
 
     def support(name: str) -> np.ndarray:
-        p = points[points["mode"].isin([name, "one-label"])][["ndcg_label1", "ndcg_label2"]].to_numpy()
+        p = family_points(points, name)
         return (t * p[:, 0] + (1 - t) * p[:, 1]).max(axis=1)
 
     return support(mode) - support(hand_mode)
@@ -499,15 +505,13 @@ def main(argv=None) -> None:
 
 
 def pareto_figure(points: pd.DataFrame, path: Path, title: str | None = None) -> None:
-    """Each family's points and Pareto front (the one-label models join every family)."""
+    """Each family's points and Pareto front (:func:`family_points`)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ends = points[points["mode"] == "one-label"][["ndcg_label1", "ndcg_label2"]].to_numpy()
-    fronts = {name: np.vstack([part[["ndcg_label1", "ndcg_label2"]].to_numpy(), ends])
-              for name, part in points.groupby("mode", sort=False) if name != "one-label"}
+    fronts = {name: family_points(points, name) for name in points["mode"].unique() if name != "one-label"}
     names = {"label": "hand-mixed label", "label-max": "hand-mixed, each label / its query maximum",
              "label-exp": "hand-mixed, exponential gain", "gain-mix": "hand-mixed gains",
              "stochastic": "stochastic label aggregation", "gradient": "gradient aggregation",
