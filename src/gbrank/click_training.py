@@ -725,8 +725,6 @@ def fit_propensity(
 
 
 def _engine_params(engine: str, params: dict | None, fix: str) -> dict:
-    if params is not None and not isinstance(params, dict):
-        raise TypeError(f"params must be a dict of engine parameters, got {type(params).__name__}")
     refuse_params(params, FRONT_END_PARAMS, fix)
     params = dict(params or {})
     if engine == "lightgbm":

@@ -405,11 +405,8 @@ class Ranker(BaseEstimator):
         lr = self.learning_rate
         if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not (np.isfinite(lr) and lr > 0):
             raise ValueError(f"learning_rate must be a finite number > 0, got {lr!r}")
-        if self.params is not None:
-            if not isinstance(self.params, dict):
-                raise TypeError(f"params must be a dict of engine parameters, got {type(self.params).__name__}")
-            refuse_params(self.params, FRONT_END_PARAMS,
-                          "use objective=, n_estimators=, eval_at= and early_stopping_rounds=")
+        refuse_params(self.params, FRONT_END_PARAMS,
+                      "use objective=, n_estimators=, eval_at= and early_stopping_rounds=")
         return self.engine
 
     def _resolve_objective(self, engine: str):

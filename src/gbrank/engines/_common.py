@@ -179,9 +179,11 @@ FRONT_END_PARAMS = ROUNDS_PARAMS | {
 
 
 def refuse_params(params: dict | None, names: frozenset, fix: str) -> None:
-    """Refuse engine ``params`` that set any of ``names``: in a front-end that sets them from
-    its own arguments they would override those arguments (LightGBM's ``num_trees`` over the
-    rounds) or be dropped without a word."""
+    """Refuse engine ``params`` that are not a dict, or that set any of ``names``: in a
+    front-end that sets them from its own arguments they would override those arguments
+    (LightGBM's ``num_trees`` over the rounds) or be dropped without a word."""
+    if params is not None and not isinstance(params, dict):
+        raise TypeError(f"params must be a dict of engine parameters, got {type(params).__name__}")
     given = sorted(names.intersection(params or {}))
     if given:
         raise ValueError(f"params may not set {given}: {fix}")
