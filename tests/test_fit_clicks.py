@@ -16,13 +16,15 @@ import numpy as np
 import pytest
 
 import gbrank
-from gbrank.click_training import HeldOutClickLikelihood, click_likelihood
+from gbrank.click_training import CLICK_L2, HeldOutClickLikelihood, click_likelihood
 from gbrank.datasets import make_ranking, simulate_clicks, split_queries
 from gbrank.metrics import ndcg
 
 ENGINES = ["lightgbm", "xgboost"]
 # one thread each: the tests share their machine
 THREADS = {"lightgbm": {"num_threads": 1, "verbose": -1}, "xgboost": {"nthread": 1}}
+# what fit_clicks and fit_propensity train with where params set no L2 penalty
+L2 = {"lightgbm": {"lambda_l2": CLICK_L2}, "xgboost": {"lambda": CLICK_L2}}
 
 
 def direct_nll(scores, clicks, group, position, theta, tau):
@@ -241,6 +243,7 @@ def test_fit_clicks_beats_a_badly_chosen_number_of_rounds(engine, varied_log):
 
 
 def _train_by_hand(engine, params, train, clicks, objective, rounds):
+    params = {**L2[engine], **params}
     bound = gbrank.engines.with_position(objective, clicks.position)
     if engine == "lightgbm":
         import lightgbm as lgb
@@ -441,13 +444,13 @@ def test_the_cascade_refit_trains_on_every_examined_row(engine, cascade_log):
     if engine == "lightgbm":
         import lightgbm as lgb
 
-        booster = lgb.train({**THREADS[engine], "objective": objective}, lgb.Dataset(X, y, group=group),
-                            fit.best_rounds)
+        booster = lgb.train({**THREADS[engine], **L2[engine], "objective": objective},
+                            lgb.Dataset(X, y, group=group), fit.best_rounds)
     else:
         import xgboost as xgb
 
-        booster = xgb.train({**THREADS[engine], "base_score": 0.0}, xgb.DMatrix(X, y, group=group), fit.best_rounds,
-                            obj=objective)
+        booster = xgb.train({**THREADS[engine], **L2[engine], "base_score": 0.0}, xgb.DMatrix(X, y, group=group),
+                            fit.best_rounds, obj=objective)
     np.testing.assert_allclose(fit.predict(test.X), gbrank.engines.predict(booster, test.X), rtol=1e-6, atol=1e-9)
 
 
@@ -598,3 +601,33 @@ def test_the_criterion_leaves_out_rows_at_positions_the_fit_takes_as_unexamined(
     value, _ = click_likelihood(booster.predict(data.X[held], raw_score=True), log.clicks[held], data.group[held_q],
                                 position=below, propensity=binding.propensity_)
     assert metric.curve[-1] == pytest.approx(value, rel=1e-9)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_l2_penalty_is_set_unless_params_give_one(engine, log):
+    pytest.importorskip(engine)
+    train, test, clicks = log
+
+    def fit(**extra):
+        return gbrank.fit_clicks(train.X, clicks.clicks, train.group, position=clicks.position, engine=engine,
+                                 params={**THREADS[engine], **extra}, max_rounds=8,
+                                 objective=gbrank.ips_listnet())
+
+    default, stated = fit(), fit(**L2[engine])
+    np.testing.assert_array_equal(default.curve, stated.curve)
+    np.testing.assert_array_equal(default.predict(test.X), stated.predict(test.X))
+    # every alias of the engine's parameter is the user's own value, not overridden
+    names = ["lambda_l2", "reg_lambda", "lambda"] if engine == "lightgbm" else ["lambda", "reg_lambda"]
+    for name in names:
+        off = fit(**{name: 0.0})
+        assert not np.allclose(off.curve, default.curve), name
+        np.testing.assert_array_equal(off.curve, fit(**{names[0]: 0.0}).curve)
+    # fit_propensity trains alike
+    alone = gbrank.fit_propensity(train.X, clicks.clicks, train.group, position=clicks.position, engine=engine,
+                                  params=THREADS[engine], rounds=40)
+    by_hand = gbrank.fit_propensity(train.X, clicks.clicks, train.group, position=clicks.position, engine=engine,
+                                    params={**THREADS[engine], **L2[engine]}, rounds=40)
+    unpenalised = gbrank.fit_propensity(train.X, clicks.clicks, train.group, position=clicks.position,
+                                        engine=engine, params={**THREADS[engine], names[0]: 0.0}, rounds=40)
+    np.testing.assert_array_equal(alone.propensity_, by_hand.propensity_)
+    assert not np.allclose(alone.propensity_, unpenalised.propensity_)
