@@ -616,6 +616,7 @@ def test_an_l2_penalty_is_set_unless_params_give_one(engine, log):
     default, stated = fit(), fit(**L2[engine])
     np.testing.assert_array_equal(default.curve, stated.curve)
     np.testing.assert_array_equal(default.predict(test.X), stated.predict(test.X))
+    assert default.params == {**THREADS[engine], **L2[engine]} == stated.params
     # every alias of the engine's parameter is the user's own value, not overridden
     names = ["lambda_l2", "reg_lambda", "lambda"] if engine == "lightgbm" else ["lambda", "reg_lambda"]
     for name in names:
@@ -631,3 +632,4 @@ def test_an_l2_penalty_is_set_unless_params_give_one(engine, log):
                                         engine=engine, params={**THREADS[engine], names[0]: 0.0}, rounds=40)
     np.testing.assert_array_equal(alone.propensity_, by_hand.propensity_)
     assert not np.allclose(alone.propensity_, unpenalised.propensity_)
+    assert alone.params == {**THREADS[engine], **L2[engine]} and unpenalised.params[names[0]] == 0.0

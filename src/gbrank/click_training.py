@@ -561,12 +561,16 @@ class PropensityFit:
         ``propensity_`` on these, so that those rows take no part.
     rounds : int
         The rounds of the joint training.
+    params : dict
+        The engine parameters it trained with: those given, with ``verbose`` and the L2
+        penalty (:data:`CLICK_L2`) added where they set none.
     """
 
     propensity_: np.ndarray
     left_out_: np.ndarray
     position: np.ndarray
     rounds: int
+    params: dict
 
 
 @dataclass
@@ -606,6 +610,9 @@ class ClickFit:
         The propensities fitted first (the default on click counts, :func:`fit_propensity`):
         the objective holds them, and rows at the positions they leave out were trained as
         never shown. None otherwise.
+    params : dict
+        The engine parameters every training used: those given, with ``verbose`` (LightGBM)
+        and the L2 penalty (:data:`CLICK_L2`) added where they set none.
     """
 
     booster: Any
@@ -619,6 +626,7 @@ class ClickFit:
     refitted: bool
     candidates: tuple
     selection: np.ndarray
+    params: dict
     propensity_fit: PropensityFit | None = None
 
     def predict(self, X) -> np.ndarray:
@@ -672,7 +680,8 @@ def _fit_propensity(engine: str, params: dict, X, clicks, sizes, position, round
     left_out = binding.left_out_
     # rows never shown are -1 already
     kept = np.where(examined_rows(position, left_out), position, -1)
-    return PropensityFit(propensity_=binding.propensity_, left_out_=left_out, position=kept, rounds=rounds)
+    return PropensityFit(propensity_=binding.propensity_, left_out_=left_out, position=kept, rounds=rounds,
+                         params=dict(params))
 
 
 def fit_propensity(
@@ -962,4 +971,4 @@ def fit_clicks(
     return ClickFit(booster=booster, engine=engine, objective=objective, best_rounds=best, curve=curve,
                     temperature=np.asarray(metric.temperature), propensity_=theta,
                     held_out_queries=queries[held_queries], refitted=refit, candidates=tuple(candidates),
-                    selection=selection, propensity_fit=settled)
+                    selection=selection, params=dict(params), propensity_fit=settled)
