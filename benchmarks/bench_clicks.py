@@ -112,17 +112,19 @@ def display_order(train: RankingData, logging_scores: np.ndarray) -> np.ndarray:
     return np.lexsort((np.arange(query.size), -logging_scores, query))
 
 
-def lgb_train(params, X, label, group, rounds, objective, position=None):
+def lgb_train(params, X, label, group, rounds, objective, position=None, n_positions=None):
     """LightGBM with ``objective``: a gbrank objective takes the positions bound to it
-    (``with_position``), LightGBM's own ``lambdarank`` reads the Dataset's. The booster keeps
-    its training Dataset as ``train_set_``, whose binding holds a click objective's estimate
-    (``objective.binding(booster.train_set_).propensity_``)."""
+    (``with_position``; ``n_positions``: the positions its estimate covers, when rows elsewhere
+    are shown deeper than any of these), LightGBM's own ``lambdarank`` reads the Dataset's.
+    The booster keeps its training Dataset as ``train_set_``, whose binding holds a click
+    objective's estimate (``objective.binding(booster.train_set_).propensity_``)."""
     import lightgbm as lgb
 
     builtin = isinstance(objective, str)
     ds = lgb.Dataset(X, label, group=group, position=position if builtin else None, free_raw_data=False)
     if position is not None and not builtin:
-        objective = gbrank.engines.with_position(objective, position)
+        statistics = None if n_positions is None else gbrank.engines.Statistics(n_positions=n_positions)
+        objective = gbrank.engines.PositionedObjective(objective, position, statistics)
     booster = lgb.train({**params, "objective": objective}, ds, rounds)
     booster.train_set_ = ds
     return booster
@@ -158,7 +160,9 @@ def click_early_stopped(params, X, clicks, group, position, propensity="estimate
     least = fit_obj.warmup + fit_obj.update_every + 1 if estimated else 1
     if max_rounds < least:
         raise ValueError(f"max_rounds={max_rounds} is below the fewest rounds the protocol may choose ({least})")
-    model = lgb_train(params, X[~rows], clicks[~rows], group[~queries], max_rounds, fit_obj, position=position[~rows])
+    # the estimate covers every position shown, held-out queries' deeper ones included
+    model = lgb_train(params, X[~rows], clicks[~rows], group[~queries], max_rounds, fit_obj, position=position[~rows],
+                      n_positions=int(position.max()))
     scorer = factory(propensity=fit_obj.binding(model.train_set_).propensity_ if estimated else propensity)
     scores, losses = np.zeros(int(rows.sum())), []
     for k in range(model.current_iteration()):
@@ -459,8 +463,15 @@ def describe(world: World) -> str:
     return ", ".join(parts)
 
 
-def world_data(world: World, n_queries: int, seed: int):
-    """Generated queries of the world's list lengths, split 70/30 into training and test."""
+def world_data(world: World, n_queries: int, seed: int, letor: str | None = None):
+    """Generated queries of the world's list lengths, split 70/30 into training and test; or,
+    with ``letor`` ("mq2008" or "ohsumed"), that dataset's fold ``seed`` (its real features,
+    labels and list lengths; the world's lengths and ``n_queries`` are not used)."""
+    if letor is not None:
+        splits = load(letor, seed, seed)
+        if splits is None:
+            raise SystemExit(f"--letor {letor}: the LETOR data were not found (set GBRANK_DATA_DIR)")
+        return splits
     if world.lengths == "fixed":
         data = make_ranking(n_queries, (30, 30), 40, noise=1.0, seed=seed)
     elif world.lengths == "uniform":
@@ -646,11 +657,12 @@ BINARY_WORLD_METHODS = {
 }
 
 
-def run_world(world: World, seed: int, *, n_queries, rounds, max_rounds, threads, methods) -> list[dict]:
+def run_world(world: World, seed: int, *, n_queries, rounds, max_rounds, threads, methods,
+              letor: str | None = None) -> list[dict]:
     """One world, one seed: test NDCG@10 of the ceiling, the naive model and every method,
     and each one's share of the naive-to-ceiling gap, rounds and training seconds. A method
-    that fails is kept, with its error and no figures."""
-    train, test = world_data(world, n_queries, seed)
+    that fails is kept, with its error and no figures. ``letor``: see :func:`world_data`."""
+    train, test = world_data(world, n_queries, seed, letor)
     top_k = world.top_k or int(train.group.max())
     log = simulate_clicks(train.y, train.group, X=train.X, sessions_per_query=world.sessions, top_k=top_k,
                           eta=world.eta, click_model=world.click_model, fold=world.fold,
@@ -699,14 +711,15 @@ def run_world(world: World, seed: int, *, n_queries, rounds, max_rounds, threads
     return rows
 
 
-def worlds_grid(worlds, seeds, *, n_queries, rounds, max_rounds, threads, methods=None) -> pd.DataFrame:
+def worlds_grid(worlds, seeds, *, n_queries, rounds, max_rounds, threads, methods=None,
+                letor: str | None = None) -> pd.DataFrame:
     """Every world and seed (:func:`run_world`), one row per world, seed and method."""
     methods = WORLD_METHODS if methods is None else methods
     rows = []
     for world in worlds:
         for seed in seeds:
             rows += run_world(world, seed, n_queries=n_queries, rounds=rounds, max_rounds=max_rounds,
-                              threads=threads, methods=methods)
+                              threads=threads, methods=methods, letor=letor)
     return pd.DataFrame(rows)
 
 
@@ -793,6 +806,9 @@ def main(argv=None):
                         help="--worlds on small data: 300 queries, 50 rounds, early stopping within 100, seeds 0 1")
     parser.add_argument("--world-names", nargs="+", default=None, help="--worlds: only these worlds")
     parser.add_argument("--queries", type=int, default=None, help="--worlds: generated queries per world and seed")
+    parser.add_argument("--letor", choices=("mq2008", "ohsumed"), default=None,
+                        help="--worlds: that LETOR dataset's real features, labels and lists instead of generated "
+                             "data, the seeds its folds (default 1 to 5)")
     parser.add_argument("--max-rounds", type=int, default=None,
                         help=f"--worlds: most rounds an early-stopped method may choose (default {MAX_ROUNDS}, "
                              "100 with --quick)")
@@ -889,13 +905,13 @@ def run_worlds(args) -> None:
             raise SystemExit(f"unknown worlds {unknown}; the family: {', '.join(known)}")
         chosen = [known[n] for n in args.world_names]
     quick = args.quick
-    seeds = args.seeds or ([0, 1] if quick else [0, 1, 2])
+    seeds = args.seeds or ([1, 2, 3, 4, 5] if args.letor else [0, 1] if quick else [0, 1, 2])
     load_average = os.getloadavg()
     start = time.perf_counter()
     results = worlds_grid(chosen, seeds, n_queries=args.queries or (300 if quick else 1000),
                           rounds=args.rounds or (50 if quick else 100),
                           max_rounds=args.max_rounds or (100 if quick else MAX_ROUNDS), threads=args.threads,
-                          methods=BINARY_WORLD_METHODS if args.binary_worlds else None)
+                          methods=BINARY_WORLD_METHODS if args.binary_worlds else None, letor=args.letor)
     table = worlds_table(results, chosen)
     print(f"{time.perf_counter() - start:.0f} s; machine load (1, 5, 15 min) at the start: "
           + " ".join(f"{v:.2f}" for v in load_average) + "; at the end: "

@@ -69,3 +69,21 @@ def test_lgb_position_early_stopped_refits_for_the_best_held_out_round(clicks_lo
     model, best = bench.lgb_position_early_stopped(gains, data.X[order], counts, group, rank, max_rounds=20)
     assert 1 <= best <= 20
     assert model.current_iteration() == best
+
+
+@pytest.mark.parametrize("factory", ["pbm_listnet", "ips_listnet"])
+def test_click_early_stopped_scores_held_out_rows_deeper_than_any_training_row(factory):
+    pytest.importorskip("lightgbm")
+    bench = _script()
+    # query 0, held out, is the longest: its last rows are shown deeper than any training row
+    data = make_ranking(n_queries=40, docs_per_query=(8, 8), n_features=6, seed=5)
+    group = data.group.copy()
+    group[0], group[1] = 12, 4
+    log = simulate_clicks(data.y, group, X=data.X, sessions_per_query=50, top_k=12, eta=1.0, seed=5)
+    queries, rows = bench.held_out(group)
+    assert log.position[rows].max() == 12 > log.position[~rows].max()
+    params = {"num_leaves": 7, "min_data_in_leaf": 5, "verbose": -1, "num_threads": 1}
+    model, best, obj = bench.click_early_stopped(params, data.X, log.clicks.astype(np.float64), group, log.position,
+                                                 factory=getattr(gbrank, factory), max_rounds=20)
+    assert model.current_iteration() == best and best > obj.warmup + obj.update_every
+    assert obj.binding(model.train_set_).propensity_.shape == (12,)

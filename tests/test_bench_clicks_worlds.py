@@ -140,3 +140,23 @@ def test_one_entry_adds_a_method_to_every_world(bench):
     table = bench.worlds_table(results, [world])
     assert table.splitlines()[0].split("|")[3:5] == [" constant ", " broken "]
     assert table.splitlines()[2].rstrip().endswith("| failed |")
+
+
+def test_letor_worlds_click_a_folds_real_queries(bench, letor_root):
+    pytest.importorskip("lightgbm")
+    world = next(w for w in bench.WORLDS if w.name == "top10")
+    train, test = bench.world_data(world, 0, 2, letor="mq2008")
+    fold = bench.load("mq2008", 2, 0)
+    np.testing.assert_array_equal(train.group, fold[0].group)
+    np.testing.assert_array_equal(test.y, fold[1].y)
+    # one world, one fold, two methods: the run's rows and figures are the fold's
+    rows = bench.run_world(world, 2, n_queries=0, rounds=2, max_rounds=3, threads=1, letor="mq2008",
+                           methods={"lgb-position": bench.lgb_position_fixed})
+    assert [r["method"] for r in rows] == ["ceiling", "naive", "lgb-position"]
+    assert all(0 <= r["ndcg@10"] <= 1 and r["error"] == "" for r in rows)
+
+
+def test_letor_worlds_refuse_missing_data(bench, monkeypatch):
+    monkeypatch.setattr(bench, "load", lambda name, fold, seed: None)
+    with pytest.raises(SystemExit, match="--letor mq2008: the LETOR data were not found"):
+        bench.world_data(bench.WORLDS[0], 0, 1, letor="mq2008")
