@@ -618,11 +618,12 @@ def test_an_l2_penalty_is_set_unless_params_give_one(engine, log):
     np.testing.assert_array_equal(default.predict(test.X), stated.predict(test.X))
     assert default.params == {**THREADS[engine], **L2[engine]} == stated.params
     # every alias of the engine's parameter is the user's own value, not overridden
-    names = ["lambda_l2", "reg_lambda", "lambda"] if engine == "lightgbm" else ["lambda", "reg_lambda"]
-    for name in names:
-        off = fit(**{name: 0.0})
-        assert not np.allclose(off.curve, default.curve), name
-        np.testing.assert_array_equal(off.curve, fit(**{names[0]: 0.0}).curve)
+    names = {"lightgbm": ["lambda_l2", "reg_lambda", "lambda", "l2_regularization"],
+             "xgboost": ["lambda", "reg_lambda"]}[engine]
+    unpenalised_curve = fit(**{names[0]: 0.0}).curve
+    assert not np.allclose(unpenalised_curve, default.curve)
+    for name in names[1:]:
+        np.testing.assert_array_equal(fit(**{name: 0.0}).curve, unpenalised_curve, err_msg=name)
     # fit_propensity trains alike
     alone = gbrank.fit_propensity(train.X, clicks.clicks, train.group, position=clicks.position, engine=engine,
                                   params=THREADS[engine], rounds=40)

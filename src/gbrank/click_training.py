@@ -134,7 +134,8 @@ METRIC_NAME = "click_nll"
 CLICK_L2 = 200.0
 
 # the parameter's names in each engine, the first the one set
-_L2_NAMES = {"lightgbm": ("lambda_l2", "reg_lambda", "lambda"), "xgboost": ("lambda", "reg_lambda")}
+_L2_NAMES = {"lightgbm": ("lambda_l2", "reg_lambda", "lambda", "l2_regularization"),
+             "xgboost": ("lambda", "reg_lambda")}
 
 # profiling the temperature: a root of the derivative to this relative tolerance
 _TAU_ITERATIONS = 200
