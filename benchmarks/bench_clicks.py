@@ -114,8 +114,8 @@ def display_order(train: RankingData, logging_scores: np.ndarray) -> np.ndarray:
 
 def lgb_train(params, X, label, group, rounds, objective, position=None, n_positions=None):
     """LightGBM with ``objective``: a gbrank objective takes the positions bound to it
-    (``with_position``; ``n_positions``: the positions its estimate covers, when rows elsewhere
-    are shown deeper than any of these), LightGBM's own ``lambdarank`` reads the Dataset's.
+    (``PositionedObjective``; ``n_positions``: the positions its estimate covers, when rows
+    elsewhere are shown deeper than any of these), LightGBM's own ``lambdarank`` reads the Dataset's.
     The booster keeps its training Dataset as ``train_set_``, whose binding holds a click
     objective's estimate (``objective.binding(booster.train_set_).propensity_``)."""
     import lightgbm as lgb
@@ -449,10 +449,11 @@ BINARY_WORLDS = [
 ]
 
 
-def describe(world: World) -> str:
-    """The world's settings in words, for the table."""
+def describe(world: World, letor: str | None = None) -> str:
+    """The world's settings in words, for the table (``letor``: the lists are that dataset's)."""
     lengths = {"fixed": "30 docs", "uniform": "2-111 docs, uniform", "long-tail": "2-111 docs, long tail"}
-    parts = [lengths[world.lengths], "all shown" if world.top_k is None else f"top {world.top_k} shown"]
+    shown = "all shown" if world.top_k is None else f"top {world.top_k} shown"
+    parts = [f"{letor} lists" if letor else lengths[world.lengths], shown]
     if world.fold is not None:
         parts.append(f"unexamined past {world.fold}")
     clicks = "binary clicks per session row" if world.policy == "plackett_luce" else f"{world.aggregate} clicks"
@@ -723,7 +724,7 @@ def worlds_grid(worlds, seeds, *, n_queries, rounds, max_rounds, threads, method
     return pd.DataFrame(rows)
 
 
-def worlds_table(results: pd.DataFrame, worlds) -> str:
+def worlds_table(results: pd.DataFrame, worlds, letor: str | None = None) -> str:
     """Markdown: per world, the naive and ceiling NDCG@10 and every method's share of the gap
     closed, mean over the seeds and their range; then the worlds' settings and the rounds
     each early-stopped method chose."""
@@ -753,7 +754,7 @@ def worlds_table(results: pd.DataFrame, worlds) -> str:
         part = results[results["world"] == world.name].sort_values("seed")
         cells = ["/".join("-" if np.isnan(v) else str(int(v)) for v in part.loc[part["method"] == m, "rounds"])
                  for m in stopped]
-        lines.append(f"| {world.name} | {describe(world)} |" + "".join(f" {c} |" for c in cells))
+        lines.append(f"| {world.name} | {describe(world, letor)} |" + "".join(f" {c} |" for c in cells))
     return "\n".join(lines) + "\n"
 
 
@@ -912,7 +913,7 @@ def run_worlds(args) -> None:
                           rounds=args.rounds or (50 if quick else 100),
                           max_rounds=args.max_rounds or (100 if quick else MAX_ROUNDS), threads=args.threads,
                           methods=BINARY_WORLD_METHODS if args.binary_worlds else None, letor=args.letor)
-    table = worlds_table(results, chosen)
+    table = worlds_table(results, chosen, args.letor)
     print(f"{time.perf_counter() - start:.0f} s; machine load (1, 5, 15 min) at the start: "
           + " ".join(f"{v:.2f}" for v in load_average) + "; at the end: "
           + " ".join(f"{v:.2f}" for v in os.getloadavg()))

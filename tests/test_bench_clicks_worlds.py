@@ -154,6 +154,9 @@ def test_letor_worlds_click_a_folds_real_queries(bench, letor_root):
                            methods={"lgb-position": bench.lgb_position_fixed})
     assert [r["method"] for r in rows] == ["ceiling", "naive", "lgb-position"]
     assert all(0 <= r["ndcg@10"] <= 1 and r["error"] == "" for r in rows)
+    # the table names the dataset's lists, not the generated ones
+    assert bench.describe(world, "mq2008").startswith("mq2008 lists, top 10 shown")
+    assert bench.describe(world).startswith("30 docs, top 10 shown")
 
 
 def test_letor_worlds_refuse_missing_data(bench, monkeypatch):
