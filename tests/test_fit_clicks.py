@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import gbrank
-from gbrank.click_training import CLICK_L2, HeldOutClickLikelihood, click_likelihood
+from gbrank.click_training import BINARY_CLICK_L2, CLICK_L2, HeldOutClickLikelihood, click_likelihood
 from gbrank.datasets import make_ranking, simulate_clicks, split_queries
 from gbrank.metrics import ndcg
 
@@ -25,6 +25,8 @@ ENGINES = ["lightgbm", "xgboost"]
 THREADS = {"lightgbm": {"num_threads": 1, "verbose": -1}, "xgboost": {"nthread": 1}}
 # what fit_clicks and fit_propensity train with where params set no L2 penalty
 L2 = {"lightgbm": {"lambda_l2": CLICK_L2}, "xgboost": {"lambda": CLICK_L2}}
+# ... and where every click is 0 or 1
+BINARY_L2 = {"lightgbm": {"lambda_l2": BINARY_CLICK_L2}, "xgboost": {"lambda": BINARY_CLICK_L2}}
 
 
 def direct_nll(scores, clicks, group, position, theta, tau):
@@ -263,7 +265,9 @@ def test_binary_clicks_are_fitted_by_default_with_pbm_cloglog_and_refit_as_by_ha
     fit = gbrank.fit_clicks(train.X, binary.clicks, train.group, position=binary.position, engine=engine,
                             params=THREADS[engine], max_rounds=15)
     assert fit.objective.factory == "pbm_cloglog" and 1 <= fit.best_rounds <= 15
-    booster, _ = _train_by_hand(engine, THREADS[engine], train, binary, gbrank.pbm_cloglog(), fit.best_rounds)
+    assert fit.params == {**THREADS[engine], **BINARY_L2[engine]}
+    booster, _ = _train_by_hand(engine, {**THREADS[engine], **BINARY_L2[engine]}, train, binary, gbrank.pbm_cloglog(),
+                                fit.best_rounds)
     np.testing.assert_allclose(fit.predict(train.X), gbrank.engines.predict(booster, train.X), rtol=1e-9, atol=1e-12)
 
 
@@ -634,3 +638,19 @@ def test_an_l2_penalty_is_set_unless_params_give_one(engine, log):
     np.testing.assert_array_equal(alone.propensity_, by_hand.propensity_)
     assert not np.allclose(alone.propensity_, unpenalised.propensity_)
     assert alone.params == {**THREADS[engine], **L2[engine]} and unpenalised.params[names[0]] == 0.0
+    # 0/1 clicks, noisier labels, get the larger penalty, in both functions; a value given is kept
+    binary = (clicks.clicks > 0).astype(float)
+
+    def fit_binary(**extra):
+        return gbrank.fit_clicks(train.X, binary, train.group, position=clicks.position, engine=engine,
+                                 params={**THREADS[engine], **extra}, max_rounds=8,
+                                 objective=gbrank.ips_listnet())
+
+    default, stated = fit_binary(), fit_binary(**BINARY_L2[engine])
+    np.testing.assert_array_equal(default.curve, stated.curve)
+    assert default.params == {**THREADS[engine], **BINARY_L2[engine]} == stated.params
+    assert not np.allclose(fit_binary(**L2[engine]).curve, default.curve)
+    assert fit_binary(**{names[-1]: 0.0}).params == {**THREADS[engine], names[-1]: 0.0}
+    alone = gbrank.fit_propensity(train.X, binary, train.group, position=clicks.position, engine=engine,
+                                  params=THREADS[engine], rounds=40)
+    assert alone.params == {**THREADS[engine], **BINARY_L2[engine]}

@@ -103,10 +103,14 @@ The L2 penalty
 Clicks are noisy labels, and the engines' default L2 penalties on the leaf values (0 in
 LightGBM, 1 in XGBoost) let leaves of a few dozen rows fit the noise. Where ``params`` set
 none, every training here (the propensities' fit, the held-out fits and the refit) has
-:data:`CLICK_L2`, 200. On the thirteen simulated worlds of the clicks benchmark (1,000
-queries, seeds 0 to 4, LightGBM) it took the share of the gap closed from 83% to 88% on
-average over the ten position-based worlds, 0/1 clicks from 59% to 76%, and was ahead of no
-penalty in 52 of the 65 world and seed pairs; 100 and 500 were within a point of 200.
+:data:`CLICK_L2`, 200, on click counts and cascade targets, and :data:`BINARY_CLICK_L2`,
+1000, where every click is 0 or 1: a row's one bit is the noisiest label of all. On the
+thirteen simulated worlds of the clicks benchmark (1,000 queries, seeds 0 to 4, LightGBM)
+200 took the share of the gap closed from 83% to 88% on average over the ten position-based
+worlds, 0/1 clicks from 59% to 76%, and was ahead of no penalty in 52 of the 65 world and
+seed pairs; 100 and 500 were within a point of 200. On 0/1 clicks 1000 took the binary
+world from 76% to 78% and the Plackett–Luce log from 55% to 62% (seeds 0 to 4), and the
+eight variations of the binary world from 50% to 55% on average (seeds 0 to 2).
 """
 
 from __future__ import annotations
@@ -122,16 +126,19 @@ from .engines._common import FRONT_END_PARAMS, refuse_params
 from .engines.statistics import Statistics
 from .groups import group_offsets
 
-__all__ = ["CLICK_L2", "ClickFit", "HeldOutClickLikelihood", "PropensityFit", "click_likelihood", "fit_clicks",
-           "fit_propensity"]
+__all__ = ["BINARY_CLICK_L2", "CLICK_L2", "ClickFit", "HeldOutClickLikelihood", "PropensityFit", "click_likelihood",
+           "fit_clicks", "fit_propensity"]
 
 #: The name under which the engines report the held-out criterion.
 METRIC_NAME = "click_nll"
 
 #: The L2 penalty on leaf values that :func:`fit_clicks` and :func:`fit_propensity` train with
-#: where ``params`` set none (LightGBM's ``lambda_l2``, XGBoost's ``lambda``): see "The L2
-#: penalty" above.
+#: on click counts where ``params`` set none (LightGBM's ``lambda_l2``, XGBoost's ``lambda``):
+#: see "The L2 penalty" above.
 CLICK_L2 = 200.0
+
+#: The same, where every click is 0 or 1.
+BINARY_CLICK_L2 = 1000.0
 
 # the parameter's names in each engine, the first the one set
 _L2_NAMES = {"lightgbm": ("lambda_l2", "reg_lambda", "lambda", "l2_regularization"),
@@ -564,7 +571,8 @@ class PropensityFit:
         The rounds of the joint training.
     params : dict
         The engine parameters it trained with: those given, with ``verbose`` and the L2
-        penalty (:data:`CLICK_L2`) added where they set none.
+        penalty (:data:`CLICK_L2`, or :data:`BINARY_CLICK_L2` on 0/1 clicks) added where
+        they set none.
     """
 
     propensity_: np.ndarray
@@ -613,7 +621,8 @@ class ClickFit:
         never shown. None otherwise.
     params : dict
         The engine parameters every training used: those given, with ``verbose`` (LightGBM)
-        and the L2 penalty (:data:`CLICK_L2`) added where they set none.
+        and the L2 penalty (:data:`CLICK_L2`, or :data:`BINARY_CLICK_L2` on 0/1 clicks)
+        added where they set none.
     """
 
     booster: Any
@@ -720,7 +729,8 @@ def fit_propensity(
     X, clicks, group, qid, position, engine, params
         As :func:`fit_clicks` (``clicks``: counts per row; for 0/1 clicks the click-count
         model takes saturation for flat position bias, see :func:`gbrank.pbm_cloglog`;
-        ``params`` without an L2 penalty get :data:`CLICK_L2`, as there).
+        ``params`` without an L2 penalty get :data:`CLICK_L2`, or on 0/1 clicks
+        :data:`BINARY_CLICK_L2`, as there).
     rounds : int, default=300
         Rounds of the joint training.
 
@@ -750,19 +760,23 @@ def fit_propensity(
     if not clicks.any():
         raise ValueError("the log has no click: nothing to estimate the propensities from (they would stay at 1)")
     params = _engine_params(engine, params, "fit_propensity trains gbrank.pbm_listnet(propensity='estimate') for "
-                            "rounds= rounds with no metric: set the rounds with rounds=")
+                            "rounds= rounds with no metric: set the rounds with rounds=", binary=_binary(clicks))
     return _fit_propensity(engine, params, X, clicks, np.diff(offsets), position, rounds)
 
 
-def _engine_params(engine: str, params: dict | None, fix: str) -> dict:
+def _engine_params(engine: str, params: dict | None, fix: str, *, binary: bool) -> dict:
     refuse_params(params, FRONT_END_PARAMS, fix)
     params = dict(params or {})
     if engine == "lightgbm":
         params.setdefault("verbose", -1)
     names = _L2_NAMES[engine]
     if not any(name in params for name in names):
-        params[names[0]] = CLICK_L2
+        params[names[0]] = BINARY_CLICK_L2 if binary else CLICK_L2
     return params
+
+
+def _binary(clicks: np.ndarray) -> bool:
+    return bool(np.isin(clicks, (0.0, 1.0)).all())
 
 
 def fit_clicks(
@@ -823,11 +837,11 @@ def fit_clicks(
         in :mod:`gbrank.click_training`). Where every click is 0 or 1,
         ``gbrank.pbm_cloglog()`` alone: binary clicks saturate, which the click-count model
         of the other two takes for flat position bias (on the simulated log that keeps
-        whether a row was clicked in any of 10 sessions it closed 73% of the gap, against
+        whether a row was clicked in any of 10 sessions it closed 75% of the gap, against
         71% for ``pbm_listnet``, and was ahead or level in seven of eight variations of that
         log; on long lists of binary clicks both fall below the raw clicks in some seeds: see
         the page on learning from clicks), and where each row is one session it did as well
-        as they (57% against 51%, three seeds). With cascade targets,
+        as they (64% against 56%, three seeds). With cascade targets,
         default ``gbrank.ips_ranknet(propensity=None)``. Known propensities are used as
         given, in the loss and in the criterion of the rounds.
     engine : {"lightgbm", "xgboost"}, default="lightgbm"
@@ -835,8 +849,9 @@ def fit_clicks(
         The engine's parameters (``lgb.train``'s or ``xgb.train``'s), e.g. the learning
         rate; ``{"verbose": -1}`` is added for LightGBM unless given, and an L2 penalty on
         the leaf values of :data:`CLICK_L2` (200; LightGBM's ``lambda_l2``, XGBoost's
-        ``lambda``) unless ``params`` give one under any of its names: clicks are noisy
-        labels, which the engines' defaults (0 and 1) let small leaves fit. The objective,
+        ``lambda``), or :data:`BINARY_CLICK_L2` (1000) where every click is 0 or 1, unless
+        ``params`` give one under any of its names: clicks are noisy labels, which the
+        engines' defaults (0 and 1) let small leaves fit. The objective,
         the metrics and the rounds (with LightGBM's aliases, such as ``num_trees``) are set
         here and refused in ``params``.
     max_rounds : int, default=300
@@ -910,7 +925,7 @@ def fit_clicks(
         clicks, offsets, position = _check_log(clicks, group, qid, position)
         _check_rows(X, clicks)
         # on counts the default fits the propensities first: once the inputs are checked, below
-        settle = candidates is None and not np.isin(clicks, (0.0, 1.0)).all()
+        settle = candidates is None and not _binary(clicks)
         if candidates is None and not settle:
             candidates = _default_objectives(cascade=False)
         for candidate in candidates or ():
@@ -919,7 +934,7 @@ def fit_clicks(
         labels, counted = clicks, clicks * (position >= 1)
         queries = np.arange(offsets.size - 1)
     params = _engine_params(engine, params, "fit_clicks chooses the objective and the rounds on held-out clicks: "
-                            "pass objective= and max_rounds=")
+                            "pass objective= and max_rounds=", binary=not cascade and _binary(clicks))
     sizes = np.diff(offsets)
     held_queries = _split(offsets, counted, held_out, seed)
     settled = None
