@@ -50,13 +50,16 @@ with ``pbm_listnet``, where the log keeps its sessions (cascade clicks) on
 and early-stopped on held-out clicks by ``click_early_stopped``, LightGBM's ``position`` mode
 at the fixed budget and with its own early stopping, XGBoost's ``lambdarank_unbiased``) gets
 its share of the naive-to-ceiling gap, mean and range over the seeds. One entry of
-``WORLD_METHODS`` adds a method.
+``WORLD_METHODS`` adds a method. The logging ranker of every world is a ridge regression fitted
+on 0.2% of the queries; ``--logger-worlds`` (``LOGGER_WORLDS``) fits it on 1% or 5%, a better
+ranker whose order the features predict more of.
 
     python benchmarks/bench_clicks.py                    # quick run, generated data only
     python benchmarks/bench_clicks.py --grid --out docs/clicks/grid   # eta x sessions x 3 seeds, side by side
     python benchmarks/bench_clicks.py --full --datasets mq2008 --out docs/clicks/mq2008   # one of the docs' tables
     python benchmarks/bench_clicks.py --worlds --quick --out docs/clicks/worlds-quick   # small data, minutes
     python benchmarks/bench_clicks.py --worlds --out docs/clicks/worlds   # the family, 1000 queries, 3 seeds
+    python benchmarks/bench_clicks.py --logger-worlds --out docs/clicks/logger-worlds   # better logging rankers
 
 The docs' page on learning from clicks lists the commands of all its figures.
 """
@@ -417,6 +420,7 @@ class World(NamedTuple):
     aggregate: str = "count"        # "count" or "binary" clicks per row
     policy: str = "deterministic"   # or "plackett_luce": one row per document shown in each session
     sessions: int = 50              # sessions per training query
+    logging_fraction: float = 0.002  # share of the queries the logging ranker is fitted on: more, a better one
 
 
 #: The family ``--worlds`` runs: one world per line, each a change from the first.
@@ -434,6 +438,17 @@ WORLDS = [
     World("cascade-top10", click_model="cascade", top_k=10),
     World("trust", click_model="trust"),
     World("plackett-luce-top10", policy="plackett_luce", top_k=10, sessions=10),
+]
+
+#: ``--logger-worlds``: worlds of ``WORLDS`` logged by a better ranker (a ridge regression
+#: fitted on 1% or 5% of the queries instead of 0.2%), whose order the features predict more
+#: of: the propensities are harder to identify, and the raw clicks are closer to the labels.
+LOGGER_WORLDS = [
+    World("logger1-fixed30", logging_fraction=0.01),
+    World("logger1-uniform-2-111", lengths="uniform", logging_fraction=0.01),
+    World("logger1-top10", top_k=10, logging_fraction=0.01),
+    World("logger1-binary", aggregate="binary", sessions=10, logging_fraction=0.01),
+    World("logger5-fixed30", logging_fraction=0.05),
 ]
 
 #: ``--binary-worlds``: the binary world of ``WORLDS`` varied one setting at a time.
@@ -461,6 +476,8 @@ def describe(world: World, letor: str | None = None) -> str:
     if world.click_noise:
         parts.append(f"noise {world.click_noise:g}")
     parts.append("Plackett-Luce policy" if world.policy == "plackett_luce" else "deterministic policy")
+    if world.logging_fraction != World._field_defaults["logging_fraction"]:
+        parts.append(f"logger fitted on {world.logging_fraction:.0%} of the queries")
     return ", ".join(parts)
 
 
@@ -669,7 +686,7 @@ def run_world(world: World, seed: int, *, n_queries, rounds, max_rounds, threads
                           eta=world.eta, click_model=world.click_model, fold=world.fold,
                           click_noise=world.click_noise, aggregate=world.aggregate, policy=world.policy,
                           n_policy_samples=10, per_session=keeps_sessions(world),  # no method reads rho
-                          logging_fraction=0.002, seed=seed)
+                          logging_fraction=world.logging_fraction, seed=seed)
     params = {"learning_rate": 0.1, "num_leaves": 15, "min_data_in_leaf": 20, "verbose": -1,
               "num_threads": threads, "seed": seed}
     d = click_train(world, train, log, params=params, rounds=rounds, max_rounds=max_rounds, threads=threads,
@@ -803,6 +820,8 @@ def main(argv=None):
     parser.add_argument("--binary-worlds", action="store_true",
                         help="the binary world varied (BINARY_WORLDS): fit_clicks on the 0/1 clicks, the click-count "
                              "objectives compared, LightGBM's mode; as --worlds otherwise")
+    parser.add_argument("--logger-worlds", action="store_true",
+                        help="worlds logged by a better ranker (LOGGER_WORLDS), every method; as --worlds otherwise")
     parser.add_argument("--quick", action="store_true",
                         help="--worlds on small data: 300 queries, 50 rounds, early stopping within 100, seeds 0 1")
     parser.add_argument("--world-names", nargs="+", default=None, help="--worlds: only these worlds")
@@ -814,7 +833,7 @@ def main(argv=None):
                         help=f"--worlds: most rounds an early-stopped method may choose (default {MAX_ROUNDS}, "
                              "100 with --quick)")
     args = parser.parse_args(argv)
-    if args.worlds or args.binary_worlds:
+    if args.worlds or args.binary_worlds or args.logger_worlds:
         run_worlds(args)
         return
     args.rounds = args.rounds or 100
@@ -897,7 +916,7 @@ def run_worlds(args) -> None:
     """``--worlds``: run the family, print the table and write results.csv and results.inc."""
     import os
 
-    family = BINARY_WORLDS if args.binary_worlds else WORLDS
+    family = BINARY_WORLDS if args.binary_worlds else LOGGER_WORLDS if args.logger_worlds else WORLDS
     chosen = family
     if args.world_names:
         known = {w.name: w for w in family}

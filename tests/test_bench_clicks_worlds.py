@@ -19,10 +19,13 @@ def bench():
 
 
 def test_every_world_builds_its_data_and_click_log(bench):
-    names = [w.name for w in bench.WORLDS + bench.BINARY_WORLDS]
+    names = [w.name for w in bench.WORLDS + bench.BINARY_WORLDS + bench.LOGGER_WORLDS]
     assert len(set(names)) == len(names)
     assert all(w.aggregate == "binary" for w in bench.BINARY_WORLDS)
-    for world in bench.WORLDS + bench.BINARY_WORLDS:
+    assert all(w.logging_fraction > 0.002 for w in bench.LOGGER_WORLDS)
+    assert all("logger fitted on" in bench.describe(w) for w in bench.LOGGER_WORLDS)
+    assert not any("logger fitted on" in bench.describe(w) for w in bench.WORLDS)
+    for world in bench.WORLDS + bench.BINARY_WORLDS + bench.LOGGER_WORLDS:
         train, test = bench.world_data(world, 20, seed=1)
         if world.lengths == "fixed":
             assert (train.group == 30).all()

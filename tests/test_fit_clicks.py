@@ -258,6 +258,7 @@ def _train_by_hand(engine, params, train, clicks, objective, rounds):
     return xgb.train({**params, "base_score": 0.0}, dtrain, rounds, obj=bound), dtrain
 
 
+@pytest.mark.filterwarnings("ignore:the held-out clicks hardly tell:UserWarning")  # small logs of 0/1 clicks
 @pytest.mark.parametrize("engine", ENGINES)
 def test_binary_clicks_are_fitted_by_default_with_pbm_cloglog_and_refit_as_by_hand(engine, log):
     train, _, clicks = log
@@ -506,13 +507,24 @@ def test_the_default_on_counts_fits_the_propensities_first_then_holds_them(engin
     params = THREADS[engine]
     fit = gbrank.fit_clicks(train.X, clicks.clicks, train.group, position=clicks.position, engine=engine,
                             params=params, max_rounds=12)
-    # the first stage is pbm_listnet's joint estimate after max_rounds rounds on every query, by hand
-    objective = gbrank.pbm_listnet()
-    _, dtrain = _train_by_hand(engine, params, train, clicks, objective, 12)
+    # the first stage is pbm_listnet's joint estimate after max_rounds rounds on every query,
+    # from the click rates and from flat propensities, and their geometric mean, by hand
+    ends = []
+    for start in ("click_rate", "flat"):
+        objective = gbrank.pbm_listnet(start=start)
+        _, dtrain = _train_by_hand(engine, params, train, clicks, objective, 12)
+        ends.append(objective.binding(dtrain))
     settled = fit.propensity_fit
     assert settled.rounds == 12
-    np.testing.assert_allclose(settled.propensity_, objective.binding(dtrain).propensity_, rtol=1e-12)
-    np.testing.assert_array_equal(settled.left_out_, objective.binding(dtrain).left_out_)
+    np.testing.assert_allclose(settled.from_click_rates, ends[0].propensity_, rtol=1e-12)
+    np.testing.assert_allclose(settled.from_flat, ends[1].propensity_, rtol=1e-12)
+    np.testing.assert_allclose(settled.propensity_, np.sqrt(ends[0].propensity_ * ends[1].propensity_), rtol=1e-12)
+    np.testing.assert_array_equal(settled.left_out_, ends[0].left_out_)
+    np.testing.assert_array_equal(ends[1].left_out_, ends[0].left_out_)
+    # the two ends differ, and bracket the geometric mean
+    assert not np.allclose(settled.from_click_rates, settled.from_flat)
+    assert np.all(np.minimum(settled.from_click_rates, settled.from_flat) <= settled.propensity_ * (1 + 1e-12))
+    assert np.all(settled.propensity_ <= np.maximum(settled.from_click_rates, settled.from_flat) * (1 + 1e-12))
     # then pbm_listnet with the estimate held, as if given by hand
     assert [c.factory for c in fit.candidates] == ["pbm_listnet"] and fit.objective.mode == "known"
     np.testing.assert_array_equal(fit.propensity_, settled.propensity_)
@@ -564,6 +576,7 @@ def test_fit_propensity_refuses_bad_input_with_the_fix(log):
         gbrank.fit_propensity(train.X, 0 * clicks.clicks, train.group, position=clicks.position)
 
 
+@pytest.mark.filterwarnings("ignore:the held-out clicks hardly tell:UserWarning")  # small logs of 0/1 clicks
 def test_the_default_for_binary_clicks_is_the_cloglog_likelihood(log):
     train, _, clicks = log
     binary = (clicks.clicks > 0).astype(float)
@@ -607,6 +620,7 @@ def test_the_criterion_leaves_out_rows_at_positions_the_fit_takes_as_unexamined(
     assert metric.curve[-1] == pytest.approx(value, rel=1e-9)
 
 
+@pytest.mark.filterwarnings("ignore:the held-out clicks hardly tell:UserWarning")  # small logs of 0/1 clicks
 @pytest.mark.parametrize("engine", ENGINES)
 def test_an_l2_penalty_is_set_unless_params_give_one(engine, log):
     pytest.importorskip(engine)
@@ -654,3 +668,68 @@ def test_an_l2_penalty_is_set_unless_params_give_one(engine, log):
     alone = gbrank.fit_propensity(train.X, binary, train.group, position=clicks.position, engine=engine,
                                   params=THREADS[engine], rounds=40)
     assert alone.params == {**THREADS[engine], **BINARY_L2[engine]}
+
+
+# ----------------------------------------------------------------------------- the held-out evidence
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_held_out_gain_is_the_chosen_fit_against_the_positions_alone(engine, log):
+    import warnings
+
+    from gbrank.click_training import _profiled_loss, _profiled_queries
+
+    pytest.importorskip(engine)
+    train, _, clicks = log
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an informative log: no warning
+        fit = gbrank.fit_clicks(train.X, clicks.clicks, train.group, position=clicks.position, engine=engine,
+                                params=THREADS[engine], max_rounds=25, refit=False)
+    held_q = np.zeros(train.group.size, dtype=bool)
+    held_q[fit.held_out_queries] = True
+    held = np.repeat(held_q, train.group)
+    position = fit.propensity_fit.position[held]
+    scores, held_clicks = fit.predict(train.X[held]), clicks.clicks[held]
+    # the per-query losses at the joint optimum (theta and tau fitted on all held-out queries
+    # together) sum to the criterion
+    sizes = train.group[held_q]
+    offsets = np.concatenate(([0], np.cumsum(sizes)))
+    fitted, total = _profiled_queries(scores, held_clicks, offsets, position)
+    alone, _ = _profiled_queries(np.zeros(held_clicks.size), held_clicks, offsets, position)
+    assert total == held_clicks[position >= 1].sum()
+    assert fitted.sum() / total == pytest.approx(_profiled_loss(scores, held_clicks, offsets, position), rel=1e-12)
+    assert fitted.sum() / total == pytest.approx(fit.selection[0], rel=1e-9)
+    # a query without a click counts for nothing
+    no_clicks = np.add.reduceat(held_clicks * (position >= 1), offsets[:-1]) == 0
+    np.testing.assert_array_equal(fitted[no_clicks], 0.0)
+    np.testing.assert_array_equal(alone[no_clicks], 0.0)
+    difference = alone - fitted
+    gain, error = fit.held_out_gain
+    assert gain == pytest.approx(difference.sum() / total, rel=1e-12)
+    assert gain == pytest.approx(_profiled_loss(np.zeros(held_clicks.size), held_clicks, offsets, position)
+                                 - fit.selection[0], rel=1e-9)
+    assert error == pytest.approx(math.sqrt(sizes.size * np.var(difference, ddof=1)) / total, rel=1e-12)
+    assert gain > error > 0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_clicks_the_features_do_not_explain_are_warned_about(engine, log):
+    pytest.importorskip(engine)
+    train, _, clicks = log
+    # the same positions, the clicks shuffled among the rows at each position: nothing in the
+    # features explains them (one shuffle; the test is one standard error, so some shuffles
+    # pass it by chance)
+    rng = np.random.default_rng(1)
+    shuffled = clicks.clicks.copy()
+    for p in np.unique(clicks.position):
+        at = np.flatnonzero(clicks.position == p)
+        shuffled[at] = shuffled[rng.permutation(at)]
+    with pytest.warns(UserWarning, match=r"hardly tell the model at its chosen round \(\d+\) from the positions alone"):
+        fit = gbrank.fit_clicks(train.X, shuffled, train.group, position=clicks.position, engine=engine,
+                                params=THREADS[engine], max_rounds=25)
+    gain, error = fit.held_out_gain
+    assert not gain > error
+
+
+def test_cascade_targets_have_no_held_out_gain(cascade_log):
+    train, _, targets = cascade_log
+    fit = gbrank.fit_clicks(train.X, targets, train.group, params=THREADS["lightgbm"], max_rounds=5)
+    assert fit.held_out_gain is None

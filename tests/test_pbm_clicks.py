@@ -297,6 +297,28 @@ def test_estimated_propensity_moves_and_a_second_training_repeats_the_first(natu
         _ = obj.propensity_
 
 
+def test_the_estimate_starts_flat_where_asked_and_leaves_the_start_as_the_model_learns(natural):
+    lgb = pytest.importorskip("lightgbm")
+    X, clicks, group, pos, _ = natural
+    rates = gbrank.pbm_listnet(warmup=100).bind(clicks, group, position=pos)
+    rates.grad_hess(np.zeros(clicks.size))
+    flat = gbrank.pbm_listnet(warmup=100, start="flat").bind(clicks, group, position=pos)
+    flat.grad_hess(np.zeros(clicks.size))
+    np.testing.assert_array_equal(flat.propensity_, np.ones(10))
+    assert np.all(np.diff(rates.propensity_[:6]) < 0)
+    # the same loss and estimator otherwise: from flat, the estimate decays once re-fitted
+    obj = gbrank.pbm_listnet(warmup=2, update_every=2, start="flat")
+    train_set = _positioned(X, clicks, group, pos)
+    lgb.train({**LGB, "objective": obj, "learning_rate": 0.2}, train_set, 12)
+    theta = obj.binding(train_set).propensity_
+    assert theta[0] == 1.0 and np.all(np.diff(theta[:6]) < 0)
+    assert repr(obj).startswith("pbm_listnet(propensity='estimate', warmup=2, update_every=2, start='flat'")
+    assert "start" not in repr(gbrank.pbm_listnet())
+    assert obj != gbrank.pbm_listnet(warmup=2, update_every=2)
+    with pytest.raises(ValueError, match="start must be 'click_rate' or 'flat'"):
+        gbrank.pbm_listnet(start="rates")
+
+
 def test_the_estimate_holds_the_slope_at_one():
     from gbrank.objectives.propensity import estimate_propensity
 

@@ -88,6 +88,7 @@ def pbm_listnet(
     warmup: int = 10,
     update_every: int = 5,
     propensity_model: str = "free",
+    start: str = "click_rate",
     hess_floor: float = 1e-6,
     hess_scale: float = 1.0,
 ) -> PBMListNet:
@@ -128,6 +129,11 @@ def pbm_listnet(
         The curve the estimate may take (``"estimate"`` only): one value per position, the
         non-increasing curve of largest likelihood, or :math:`p^{-\eta}`; see
         :func:`gbrank.ips_listnet` and :mod:`gbrank.objectives.propensity_models`.
+    start : {"click_rate", "flat"}, default="click_rate"
+        Where the estimate starts (``"estimate"`` only): each position's click rate within
+        its queries, too steep by as much as the logging ranker is good, or flat
+        propensities (all 1), too flat by as much as the features predict the logging
+        order. :func:`gbrank.fit_propensity` fits from both and takes the geometric mean.
     hess_floor : float, default=1e-6
         Lower bound on every row's hessian.
     hess_scale : float, default=1.0
@@ -154,5 +160,5 @@ def pbm_listnet(
     """
     return PBMListNet(
         propensity, clip=clip, warmup=warmup, update_every=update_every, hess_floor=hess_floor, hess_scale=hess_scale,
-        propensity_model=propensity_model
+        propensity_model=propensity_model, start=start
     )

@@ -48,8 +48,9 @@ current ranker, in the spirit of the dual learning algorithm (Ai et al., SIGIR 2
 
 The estimate starts from equal relevance within each query (:math:`s = 0`: each position's
 click rate relative to its query's clicks), which overstates the decay, as the logging
-ranker puts relevant documents on top; after ``warmup`` boosting iterations and then every
-``update_every`` ones it is re-fitted from the current scores. It is identified through the
+ranker puts relevant documents on top, or (``start="flat"``, :func:`gbrank.pbm_listnet`)
+from flat propensities, which understate it; after ``warmup`` boosting iterations and then
+every ``update_every`` ones it is re-fitted from the current scores. It is identified through the
 features only: the model cannot see the position, so the part of the position effect that
 the features explain (a logging ranker built on the same features) cannot be told from
 relevance, and the estimate leans towards the propensities it was trained with. This needs a
@@ -298,8 +299,11 @@ class ClickObjective(RankingObjective):
 
     # no defaults: the factories state them, once each
     def __init__(self, propensity: Any, *, clip: float | None, warmup: int, update_every: int, hess_floor: float,
-                 hess_scale: float, propensity_model: str = "free") -> None:
+                 hess_scale: float, propensity_model: str = "free", start: str = "click_rate") -> None:
         super().__init__(hess_floor=hess_floor, hess_scale=hess_scale)
+        if start not in ("click_rate", "flat"):
+            raise ValueError(f"start must be 'click_rate' or 'flat', got {start!r}")
+        self.start = start
         self.propensity = _check_propensity(propensity)
         if clip is not None and propensity is None:
             raise ValueError(
@@ -391,6 +395,8 @@ class ClickObjective(RankingObjective):
             params.update(warmup=self.warmup, update_every=self.update_every)
             if self.propensity_model != "free":
                 params["propensity_model"] = self.propensity_model
+            if self.start != "click_rate":
+                params["start"] = self.start
         return {**params, **super()._params()}
 
     # ----------------------------------------------------------------- inputs
@@ -470,6 +476,10 @@ class ClickObjective(RankingObjective):
             state["left_out"] = state["unexamined"] | state["saturated"]
             shown = examined_rows(pos, state["left_out"])
             theta = np.maximum(_carry_down(theta, state["left_out"]), _MIN_PROPENSITY)
+            # from flat propensities the estimate leaves them only as the scores learn what the
+            # positions explain: it errs flat where the click rates' start errs steep
+            if self.start == "flat":
+                theta = np.ones_like(theta)
             state["fit"] = _Fit(theta)
         if not shown.all():
             sizes = np.diff(offsets)
