@@ -974,7 +974,7 @@ def fit_clicks(
         candidates = [objective]
     if not hasattr(X, "shape"):
         X = np.asarray(X)
-    settle = False
+    settle = binary = False
     if cascade:
         if position is not None:
             raise ValueError(
@@ -993,7 +993,8 @@ def fit_clicks(
         clicks, offsets, position = _check_log(clicks, group, qid, position)
         _check_rows(X, clicks)
         # on counts the default fits the propensities first: once the inputs are checked, below
-        settle = candidates is None and not _binary(clicks)
+        binary = _binary(clicks)
+        settle = candidates is None and not binary
         if candidates is None and not settle:
             candidates = _default_objectives(cascade=False)
         for candidate in candidates or ():
@@ -1002,7 +1003,7 @@ def fit_clicks(
         labels, counted = clicks, clicks * (position >= 1)
         queries = np.arange(offsets.size - 1)
     params = _engine_params(engine, params, "fit_clicks chooses the objective and the rounds on held-out clicks: "
-                            "pass objective= and max_rounds=", binary=not cascade and _binary(clicks))
+                            "pass objective= and max_rounds=", binary=binary)
     sizes = np.diff(offsets)
     held_queries = _split(offsets, counted, held_out, seed)
     settled = None
