@@ -41,7 +41,8 @@ and paired tests against ``naive`` over test queries (``gbrank.bench.stats.signi
 ``--worlds`` varies the world instead of the seed: a family of simulators (``WORLDS``: list
 lengths fixed, uniform 2-111 and long-tailed; every document or the top 10 shown; rows logged
 below a fold but never examined; count and binary clicks; eta 0.5, 1, 2; click noise; the
-position-based, cascade and trust-bias click models; deterministic and Plackett-Luce logging).
+position-based, cascade and trust-bias click models; deterministic and Plackett-Luce logging,
+the latter with 10 and 30 sessions per query).
 In each world the ceiling is the same learner (LightGBM, the softmax loss) on the true labels'
 gains and the naive model the same learner on the raw clicks; every method of
 ``WORLD_METHODS`` (the recommended procedure, ``gbrank.fit_clicks``, with its default objective,
@@ -438,6 +439,7 @@ WORLDS = [
     World("cascade-top10", click_model="cascade", top_k=10),
     World("trust", click_model="trust"),
     World("plackett-luce-top10", policy="plackett_luce", top_k=10, sessions=10),
+    World("plackett-luce-30", policy="plackett_luce", top_k=10, sessions=30),
 ]
 
 #: ``--logger-worlds``: worlds of ``WORLDS`` logged by a better ranker (a ridge regression
@@ -592,9 +594,13 @@ def gbrank_early_stopped(factory):
 def recommended(objective=None, engine="lightgbm"):
     """The library's recommended procedure, :func:`gbrank.fit_clicks` (its default objective
     unless one is given), with the world's parameters (in XGBoost those of ``xgb_unbiased``)
-    and the early-stopped methods' budget."""
+    and the early-stopped methods' budget. Each query's rows are one list, its sessions
+    together where a stochastic policy logged a row per document shown in each session: a
+    list per session would hold out sessions whose documents were trained on in the query's
+    other sessions, and the held-out clicks would reward fitting those documents."""
     def fit(d: ClickTrain):
-        model = gbrank.fit_clicks(d.X, d.clicks, d.group, position=d.position, engine=engine,
+        model = gbrank.fit_clicks(d.X, d.clicks, qid=np.repeat(d.query, d.group), position=d.position,
+                                  engine=engine,
                                   params=d.params if engine == "lightgbm" else _xgb_params(d),
                                   objective=None if objective is None else objective(),
                                   max_rounds=d.max_rounds, seed=d.seed)

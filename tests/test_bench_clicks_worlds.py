@@ -65,6 +65,35 @@ def test_held_out_keeps_every_session_of_a_query_on_one_side(bench):
     assert rows.tolist() == [True] * 4 + [False] * 4 + [True] * 4
 
 
+def test_recommended_gives_fit_clicks_one_list_per_query(bench, monkeypatch):
+    # a stochastic policy's log has a list per session; fit_clicks must get each query's
+    # sessions as one list, or it holds out sessions whose documents it trained on
+    world = next(w for w in bench.WORLDS if w.policy == "plackett_luce")
+    train, _ = bench.world_data(world, 20, seed=1)
+    log = simulate_clicks(train.y, train.group, X=train.X, sessions_per_query=world.sessions, top_k=world.top_k,
+                          policy=world.policy, n_policy_samples=5, per_session=True, seed=1)
+    d = bench.click_train(world, train, log, params={"verbose": -1}, rounds=5, max_rounds=20, threads=1, seed=1)
+    assert d.group.size > np.unique(d.query).size  # several sessions per query
+    seen = {}
+
+    class Fit:
+        best_rounds = 1
+
+        def predict(self, X):
+            return np.zeros(len(X))
+
+    def fit_clicks(X, clicks, group=None, *, qid=None, **kwargs):
+        seen.update(group=group, qid=qid)
+        return Fit()
+
+    monkeypatch.setattr(bench.gbrank, "fit_clicks", fit_clicks)
+    bench.recommended()(d)
+    assert seen["group"] is None
+    lists = np.flatnonzero(np.diff(seen["qid"])) + 1
+    assert lists.size + 1 == np.unique(d.query).size  # one run of rows per query
+    np.testing.assert_array_equal(seen["qid"], np.repeat(d.query, d.group))
+
+
 def test_quick_worlds_table_has_a_row_per_world_and_a_column_per_method(bench, tmp_path):
     pytest.importorskip("lightgbm")
     pytest.importorskip("xgboost")

@@ -887,7 +887,13 @@ def fit_clicks(
         criterion takes each held-out row's expected number of examinations in place of its
         position's propensity; ``position`` is then left out.
     group : array-like of int, optional
-        Query sizes, the rows of each query together (or ``qid``).
+        Query sizes, the rows of each query together (or ``qid``). Where a stochastic policy
+        logged a row per document shown in each session, give each query's sessions as one
+        list, not a list per session: the held-out lists must not share documents with the
+        trained ones, or the held-out clicks reward fitting those documents and the rounds
+        run long (a Plackett–Luce log of 30 sessions per query: 239 and 294 rounds and 41%
+        and −10% of the gap with a list per session, 160 and 62 rounds and 70% and 64% with
+        one per query).
     qid : array-like, optional
         A query id per row, the rows of each query together.
     position : array-like of int, shape (n_rows,)
