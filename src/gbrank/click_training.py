@@ -258,14 +258,6 @@ def _check_theta(propensity, max_position: int) -> np.ndarray:
     return theta
 
 
-def _profiled_loss(scores, clicks, offsets, position) -> float:
-    r"""The criterion with the propensities fitted on these clicks as well:
-    :math:`\min_{\tau \ge 0,\, \theta} \ell(\tau, \theta)` per click (see
-    :func:`_profiled_queries`)."""
-    per_query, total = _profiled_queries(scores, clicks, offsets, position)
-    return float(per_query.sum()) / total
-
-
 def _profiled_queries(scores, clicks, offsets, position) -> tuple[np.ndarray, float]:
     r"""Each query's negative log-likelihood of its clicks at the minimum of the criterion
     with the propensities fitted on these clicks as well,
