@@ -218,6 +218,9 @@ _PARAMETERS = """
     alpha : float, default=0.5
         Weight of the pointwise term, in [0, 1]; the listwise term gets ``1 - alpha``.
         ``alpha=1`` is a pointwise logistic regression, ``alpha=0`` the listwise term alone.
+        Lower values rank better and calibrate worse: on the LETOR folds, 0.05 against 0.5
+        closed RCR's NDCG@10 gap to LambdaRank on OHSUMED, and its log loss went from
+        within 0.6% of a logistic model's to 1.5-3.0% above it.
     max_label : float or None, default=None
         The label read as probability 1: targets are ``label / max_label``. None takes the
         largest label of the whole training data (0/1 labels stay as they are). A label
