@@ -162,6 +162,56 @@ def test_lightgbm_early_stopping_minimises_log_loss(splits):
     assert int(np.argmin(curve)) != int(np.argmax(curve))
 
 
+# --------------------------------------------------------------------------- probabilities
+@pytest.mark.parametrize("seed", range(3))
+def test_probabilities_give_the_raw_scores_figures(seed):
+    metrics = pytest.importorskip("sklearn.metrics")
+    rng = np.random.default_rng(seed)
+    s = rng.normal(scale=2.0, size=300)
+    y = (rng.uniform(size=300) < expit(0.7 * s)).astype(float)
+    q = expit(s)
+    assert log_loss(y, q, probability=True) == pytest.approx(metrics.log_loss(y, q), rel=1e-10)
+    assert log_loss(y, q, probability=True) == pytest.approx(log_loss(y, s), rel=1e-10)
+    assert expected_calibration_error(y, q, probability=True) == pytest.approx(direct_ece(y, s, 10), abs=1e-12)
+    # read as raw scores, the same probabilities give another figure
+    assert abs(log_loss(y, q) - log_loss(y, s)) > 0.05
+
+
+def test_probabilities_of_zero_and_one_are_clipped_as_lightgbm_does():
+    assert log_loss([0, 1], [1.0, 0.0], probability=True) == pytest.approx(-np.log(1e-15), rel=1e-4)
+    assert log_loss([1, 0], [1.0, 0.0], probability=True) == pytest.approx(0.0, abs=1e-14)
+
+
+def test_a_value_outside_zero_one_is_refused_as_a_probability():
+    with pytest.raises(ValueError, match=r"row 1 is 1\.5.*probability=False"):
+        log_loss([1, 0], [0.5, 1.5], probability=True)
+    with pytest.raises(ValueError, match="row 0"):
+        expected_calibration_error([1, 0], [-0.1, 0.5], probability=True)
+    with pytest.raises(TypeError, match="probability"):
+        log_loss([1, 0], [0.5, 0.5], probability="yes")
+    with pytest.raises(TypeError, match="probability"):
+        make_metrics([("logloss", {"probability": 1})])
+
+
+def test_engines_built_in_logistic_objectives_match_their_own_log_loss(splits):
+    # both engines hand a callback probabilities under their built-in logistic objective
+    (X, y, g), _ = splits
+    metrics = make_metrics([("logloss", {"probability": True}), ("ece", {"probability": True})])
+    history = {}
+    booster = xgb.train({"objective": "binary:logistic", "eval_metric": "logloss", "nthread": 1},
+                        xgb.DMatrix(X, y, group=g), 5, evals=[(xgb.DMatrix(X, y, group=g), "train")],
+                        custom_metric=metrics.xgboost, evals_result=history, verbose_eval=False)
+    curves = history["train"]
+    np.testing.assert_allclose(curves["gbrank-logloss"], curves["logloss"], rtol=1e-5)
+    margin = booster.predict(xgb.DMatrix(X), output_margin=True)
+    assert curves["gbrank-ece"][-1] == pytest.approx(expected_calibration_error(y, margin), abs=1e-5)
+    history = {}
+    lgb.train({"objective": "binary", "metric": "binary_logloss", "verbosity": -1, "num_threads": 1},
+              lgb.Dataset(X, y, group=g), 5, valid_sets=[lgb.Dataset(X, y, group=g)], valid_names=["train"],
+              feval=metrics.lightgbm, callbacks=[lgb.record_evaluation(history)])
+    np.testing.assert_allclose(history["train"]["gbrank-logloss"], history["train"]["binary_logloss"], rtol=1e-10)
+
+
 # --------------------------------------------------------------------------- the plot
 def test_reliability_diagram_draws_the_bins():
     matplotlib = pytest.importorskip("matplotlib")

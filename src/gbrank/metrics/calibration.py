@@ -5,7 +5,10 @@ Scores are raw margins (what LightGBM's ``predict`` gives for a custom objective
 XGBoost gives with ``output_margin=True``, and what both engines pass to evaluation
 callbacks when the objective is custom); the probability is :math:`q = \sigma(s)`. With a
 built-in probabilistic objective (LightGBM's ``binary``, XGBoost's ``binary:logistic``) the
-engines hand an evaluation callback probabilities instead: use the engine's own log loss there.
+engines hand an evaluation callback probabilities instead, and nothing in the call says so:
+pass ``probability=True`` there (in :func:`gbrank.metrics.make_metrics`, the option
+``("logloss", {"probability": True})``). Read as raw scores, probabilities would give a
+wrong figure, not an error.
 
 Targets are the labels read as probabilities, :math:`y = l / l_{\max}`: binary labels as
 they are, graded labels divided by ``max_label``. Without ``max_label`` the labels must lie
@@ -26,12 +29,17 @@ from ..groups import check_group
 __all__ = ["CalibrationBins", "calibration_bins", "expected_calibration_error", "log_loss", "reliability_diagram"]
 
 
+# probabilities are clipped this far from 0 and 1 for the log loss (LightGBM's kEpsilon)
+_EPSILON = 1e-15
+
+
 def _softplus(x: np.ndarray) -> np.ndarray:
     return np.logaddexp(0.0, x)
 
 
-def _targets(y_true, y_pred, group, max_label) -> tuple[np.ndarray, np.ndarray]:
-    """Validated targets in [0, 1] and float64 scores."""
+def _targets(y_true, y_pred, group, max_label, probability: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Validated targets in [0, 1] and float64 scores (probabilities in [0, 1] where
+    ``probability``)."""
     labels = np.asarray(y_true)
     if labels.ndim != 1:
         raise ValueError(f"y_true must be one-dimensional, got shape {labels.shape}")
@@ -39,6 +47,13 @@ def _targets(y_true, y_pred, group, max_label) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError("empty input: y_true has no rows")
     offsets = None if group is None else check_group(group, labels.shape[0])
     scores = check_scores(y_pred, n_rows=labels.shape[0], offsets=offsets)
+    if not isinstance(probability, (bool, np.bool_)):
+        raise TypeError(f"probability must be True or False, got {probability!r}")
+    if probability:
+        outside = np.flatnonzero((scores < 0.0) | (scores > 1.0))
+        if outside.size:
+            raise ValueError(f"y_pred row {outside[0]} is {float(scores[outside[0]])!r}, not a probability in [0, 1] "
+                             "(probability=True); pass raw scores with probability=False")
     if max_label is None:
         labels = check_labels(labels, offsets=offsets, max_label=1.0,
                               why=" (labels are read as probabilities); pass max_label= for graded labels")
@@ -51,7 +66,7 @@ def _targets(y_true, y_pred, group, max_label) -> tuple[np.ndarray, np.ndarray]:
     return labels / float(max_label), scores
 
 
-def log_loss(y_true, y_pred, group=None, *, max_label: float | None = None) -> float:
+def log_loss(y_true, y_pred, group=None, *, max_label: float | None = None, probability: bool = False) -> float:
     r"""Mean binary cross-entropy of :math:`\sigma(s)` against the targets.
 
     .. math::
@@ -61,6 +76,8 @@ def log_loss(y_true, y_pred, group=None, *, max_label: float | None = None) -> f
     computed from the raw scores as :math:`y\,\mathrm{softplus}(-s) + (1-y)\,\mathrm{softplus}(s)`,
     so that no probability of 0 or 1 is clipped. Equal to ``sklearn.metrics.log_loss(y,
     expit(s))`` for binary labels; graded labels enter as soft targets :math:`l / l_{\max}`.
+    With ``probability=True`` ``y_pred`` holds :math:`q = \sigma(s)` itself, clipped to
+    :math:`[10^{-15}, 1 - 10^{-15}]` as LightGBM's ``binary_logloss`` clips it.
 
     Parameters
     ----------
@@ -72,6 +89,9 @@ def log_loss(y_true, y_pred, group=None, *, max_label: float | None = None) -> f
         Group sizes; only checked (the mean is over rows).
     max_label : float, optional
         The label read as probability 1. None: labels must lie in [0, 1].
+    probability : bool, default=False
+        ``y_pred`` holds probabilities in [0, 1], not raw scores: what the engines hand an
+        evaluation callback under a built-in ``binary`` / ``binary:logistic`` objective.
 
     Returns
     -------
@@ -85,8 +105,13 @@ def log_loss(y_true, y_pred, group=None, *, max_label: float | None = None) -> f
     0.5269
     >>> round(log_loss([4, 0, 2, 0], [2.0, -1.0, 0.0, 0.5], max_label=4), 4)
     0.5269
+    >>> round(log_loss([1, 0, 1, 0], [0.8808, 0.2689, 0.5, 0.6225], probability=True), 4)
+    0.5269
     """
-    targets, scores = _targets(y_true, y_pred, group, max_label)
+    targets, scores = _targets(y_true, y_pred, group, max_label, probability)
+    if probability:
+        q = np.clip(scores, _EPSILON, 1.0 - _EPSILON)
+        return float(np.mean(-targets * np.log(q) - (1.0 - targets) * np.log1p(-q)))
     return float(np.mean(targets * _softplus(-scores) + (1.0 - targets) * _softplus(scores)))
 
 
@@ -100,7 +125,8 @@ class CalibrationBins(NamedTuple):
     observed: np.ndarray
 
 
-def calibration_bins(y_true, y_pred, group=None, *, n_bins: int = 10, max_label: float | None = None) -> CalibrationBins:
+def calibration_bins(y_true, y_pred, group=None, *, n_bins: int = 10, max_label: float | None = None,
+                     probability: bool = False) -> CalibrationBins:
     r"""Rows binned by their probability :math:`\sigma(s)` into ``n_bins`` equal-width bins of
     :math:`[0, 1]`: bin :math:`b` holds :math:`b/B \le q < (b+1)/B`, the last one also
     :math:`q = 1`.
@@ -112,8 +138,8 @@ def calibration_bins(y_true, y_pred, group=None, *, n_bins: int = 10, max_label:
     CalibrationBins
     """
     n_bins = check_int("n_bins", n_bins, min=1)
-    targets, scores = _targets(y_true, y_pred, group, max_label)
-    prob = 0.5 * (1.0 + np.tanh(0.5 * scores))  # the sigmoid, without overflow
+    targets, scores = _targets(y_true, y_pred, group, max_label, probability)
+    prob = scores if probability else 0.5 * (1.0 + np.tanh(0.5 * scores))  # the sigmoid, without overflow
     index = np.minimum((prob * n_bins).astype(np.int64), n_bins - 1)
     count = np.bincount(index, minlength=n_bins).astype(np.int64)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -123,7 +149,7 @@ def calibration_bins(y_true, y_pred, group=None, *, n_bins: int = 10, max_label:
 
 
 def expected_calibration_error(y_true, y_pred, group=None, *, n_bins: int = 10,
-                               max_label: float | None = None) -> float:
+                               max_label: float | None = None, probability: bool = False) -> float:
     r"""Expected calibration error of :math:`\sigma(s)`, over equal-width probability bins.
 
     .. math::
@@ -147,6 +173,9 @@ def expected_calibration_error(y_true, y_pred, group=None, *, n_bins: int = 10,
         Number of equal-width bins :math:`B`.
     max_label : float, optional
         The label read as probability 1. None: labels must lie in [0, 1].
+    probability : bool, default=False
+        ``y_pred`` holds the probabilities :math:`q` in [0, 1], not raw scores (see
+        :func:`log_loss`).
 
     Returns
     -------
@@ -158,14 +187,14 @@ def expected_calibration_error(y_true, y_pred, group=None, *, n_bins: int = 10,
     >>> round(expected_calibration_error([1, 0, 1, 0], [2.0, -1.0, 0.0, 0.5], n_bins=2), 4)
     0.068
     """
-    bins = calibration_bins(y_true, y_pred, group, n_bins=n_bins, max_label=max_label)
+    bins = calibration_bins(y_true, y_pred, group, n_bins=n_bins, max_label=max_label, probability=probability)
     kept = bins.count > 0
     weights = bins.count[kept] / bins.count.sum()
     return float(np.sum(weights * np.abs(bins.observed[kept] - bins.predicted[kept])))
 
 
 def reliability_diagram(y_true, y_pred, group=None, *, n_bins: int = 10, max_label: float | None = None,
-                        ax: Any = None, label: str | None = None) -> Any:
+                        probability: bool = False, ax: Any = None, label: str | None = None) -> Any:
     r"""Plot the mean target against the mean probability :math:`\sigma(s)` per bin, with the
     diagonal of perfect calibration.
 
@@ -191,8 +220,9 @@ def reliability_diagram(y_true, y_pred, group=None, *, n_bins: int = 10, max_lab
         import matplotlib.pyplot as plt
     except ImportError as exc:
         raise ImportError("reliability_diagram needs matplotlib: pip install 'gbrank[bench]'") from exc
-    bins = calibration_bins(y_true, y_pred, group, n_bins=n_bins, max_label=max_label)
-    ece = expected_calibration_error(y_true, y_pred, group, n_bins=n_bins, max_label=max_label)
+    bins = calibration_bins(y_true, y_pred, group, n_bins=n_bins, max_label=max_label, probability=probability)
+    ece = expected_calibration_error(y_true, y_pred, group, n_bins=n_bins, max_label=max_label,
+                                     probability=probability)
     if ax is None:
         _, ax = plt.subplots(figsize=(4.5, 4.5))
     kept = bins.count > 0

@@ -76,29 +76,32 @@ __all__ = [
     "xgboost_metric",
 ]
 
-def _calibration_options(metric: str, k, max_label, n_bins: int = 10) -> None:
+def _calibration_options(metric: str, k, max_label, n_bins: int = 10, probability: bool = False) -> None:
     """Fail on a bad setting of a calibration metric before any data is read."""
     if k is not None:
         raise ValueError(f"{metric} is a calibration metric over all rows and takes no cut-off; write {metric!r}")
     check_int("n_bins", n_bins, min=1)
     check_float("max_label", max_label, min=0.0, strict=True, optional=True)
+    if not isinstance(probability, bool):
+        raise TypeError(f"{metric}'s probability must be True or False, got {probability!r}")
 
 
 # the calibration metrics in the ranking metrics' call shape (a cut-off they refuse)
-def _log_loss_at(y_true, y_pred, group, k, *, max_label=None):
-    return log_loss(y_true, y_pred, group, max_label=max_label)
+def _log_loss_at(y_true, y_pred, group, k, *, max_label=None, probability=False):
+    return log_loss(y_true, y_pred, group, max_label=max_label, probability=probability)
 
 
-def _log_loss_options(k, *, max_label=None):
-    _calibration_options("logloss", k, max_label)
+def _log_loss_options(k, *, max_label=None, probability=False):
+    _calibration_options("logloss", k, max_label, probability=probability)
 
 
-def _ece_at(y_true, y_pred, group, k, *, n_bins=10, max_label=None):
-    return expected_calibration_error(y_true, y_pred, group, n_bins=n_bins, max_label=max_label)
+def _ece_at(y_true, y_pred, group, k, *, n_bins=10, max_label=None, probability=False):
+    return expected_calibration_error(y_true, y_pred, group, n_bins=n_bins, max_label=max_label,
+                                      probability=probability)
 
 
-def _ece_options(k, *, n_bins=10, max_label=None):
-    _calibration_options("ece", k, max_label, n_bins)
+def _ece_options(k, *, n_bins=10, max_label=None, probability=False):
+    _calibration_options("ece", k, max_label, n_bins, probability)
 
 
 _REGISTRY: dict[str, tuple[Callable, Callable]] = {
