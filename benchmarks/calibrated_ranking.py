@@ -22,7 +22,10 @@ objective's per test query: the mean difference, its 95% simultaneous interval (
 at level 0.05/m for the m methods compared on the dataset, Bonferroni) and the Holm-adjusted
 paired t-test p-value (``gbrank.bench.stats.holm``). ``--calibration-folds`` runs part 1 alone
 on each LETOR fold given (generated data: seed ``fold - 1``): the targets per fold, the mean
-over the folds, and the differences pooled over the folds' test queries.
+over the folds, and the differences pooled over the folds' test queries. With ``--engine
+xgboost`` it trains every model in XGBoost instead (``XGB_PARAMS``: depth 6, ``hist``;
+``binary:logistic`` and ``rank:ndcg`` for the built-ins, the gbrank objectives from
+``base_score = 0``), with the same data, early stopping and measures.
 
 Part 2, two labels. Generated queries carry a graded relevance label and a second label
 (a purchase-like signal that depends on other features). ``gbrank.lambdarank(gain="linear")``
@@ -62,6 +65,7 @@ scale, a mixed label does.
     python benchmarks/calibrated_ranking.py                        # default: a few minutes on 2 cores
     python benchmarks/calibrated_ranking.py --out docs/benchmarks  # the docs' figures and tables
     python benchmarks/calibrated_ranking.py --calibration-folds 1 2 3 4 5   # part 1 on every LETOR fold
+    python benchmarks/calibrated_ranking.py --calibration-folds 1 2 3 4 5 --engine xgboost   # the same in XGBoost
     python benchmarks/calibrated_ranking.py --pareto-seeds 1 2 3 4 5   # the front over seeds
     python benchmarks/calibrated_ranking.py --pareto-seeds 1 2 3 4 5 --gain exp2 --queries 2000 \
         --weights 9 --threads 1 [--purchase-intercept -3]    # exponential gain, per-label objectives
@@ -94,6 +98,8 @@ from gbrank.metrics import (
 
 PARAMS = {"learning_rate": 0.1, "num_leaves": 31, "min_data_in_leaf": 20, "metric": "None", "verbosity": -1,
           "num_threads": 2, "deterministic": True, "force_row_wise": True, "seed": 0}
+XGB_PARAMS = {"eta": 0.1, "max_depth": 6, "tree_method": "hist", "nthread": 2, "seed": 0,
+              "disable_default_eval_metric": 1}
 PATIENCE, MAX_ROUNDS = 20, 500
 
 
@@ -133,7 +139,14 @@ def datasets(names, n_queries: int, fold: int = 1):
 
 
 # --------------------------------------------------------------------------- training
-def train(objective, train_set: RankingData, valid: RankingData, watch: str):
+def train(objective, train_set: RankingData, valid: RankingData, watch: str, engine: str = "lightgbm"):
+    """One model, early-stopped on the validation ``watch`` (``"logloss"`` or ``"ndcg"``):
+    the raw scores at the best round (a function of the features) and that round's number.
+    ``objective`` is a gbrank objective, ``"binary"`` (the engine's logistic regression) or
+    ``"lambdarank"`` (the engine's LambdaRank: LightGBM's, XGBoost's ``rank:ndcg``)."""
+    metrics = gbrank.metrics.make_metrics(["logloss" if watch == "logloss" else "ndcg@10"])
+    if engine == "xgboost":
+        return _train_xgboost(objective, train_set, valid, metrics)
     import lightgbm as lgb
 
     params = {**PARAMS, "objective": objective}
@@ -141,7 +154,7 @@ def train(objective, train_set: RankingData, valid: RankingData, watch: str):
         # a built-in objective hands its feval probabilities, not raw scores: its own log loss
         params["metric"], feval = "binary_logloss", None
     else:
-        feval = gbrank.metrics.lightgbm_feval(["logloss" if watch == "logloss" else "ndcg@10"])
+        feval = metrics.lightgbm
     booster = lgb.train(
         params,
         lgb.Dataset(train_set.X, train_set.y, group=train_set.group),
@@ -150,10 +163,39 @@ def train(objective, train_set: RankingData, valid: RankingData, watch: str):
         feval=feval,
         callbacks=[lgb.early_stopping(PATIENCE, verbose=False)],
     )
-    return booster
+    best = booster.best_iteration
+    return (lambda X: booster.predict(X, num_iteration=best, raw_score=True)), best
 
 
-def calibration_part(names, alphas, n_queries: int, fold: int = 1) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+def _train_xgboost(objective, train_set: RankingData, valid: RankingData, metrics):
+    import xgboost as xgb
+
+    params, obj = dict(XGB_PARAMS), None
+    custom_metric, stopping = metrics.xgboost, metrics.xgboost_early_stopping(PATIENCE)
+    if objective == "binary":
+        # XGBoost hands a custom metric probabilities under binary:logistic: its own log loss
+        params.update(objective="binary:logistic", eval_metric="logloss", disable_default_eval_metric=0)
+        custom_metric, stopping = None, xgb.callback.EarlyStopping(rounds=PATIENCE, metric_name="logloss", maximize=False)
+    elif objective == "lambdarank":
+        params["objective"] = "rank:ndcg"
+    else:
+        params["base_score"], obj = 0.0, objective
+    booster = xgb.train(
+        params,
+        xgb.DMatrix(train_set.X, train_set.y, group=train_set.group),
+        num_boost_round=MAX_ROUNDS,
+        obj=obj,
+        evals=[(xgb.DMatrix(valid.X, valid.y, group=valid.group), "valid")],
+        custom_metric=custom_metric,
+        callbacks=[stopping],
+        verbose_eval=False,
+    )
+    last = booster.best_iteration + 1
+    return (lambda X: booster.predict(xgb.DMatrix(X), iteration_range=(0, last), output_margin=True)), last
+
+
+def calibration_part(names, alphas, n_queries: int, fold: int = 1,
+                     engine: str = "lightgbm") -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """Every method on each dataset's fold ``fold``: the table, the per-query comparisons with
     the best ranking objective, and each method's per-query NDCG@10 (``(dataset, method)``)."""
     rows, per_query = [], {}
@@ -165,16 +207,15 @@ def calibration_part(names, alphas, n_queries: int, fold: int = 1) -> tuple[pd.D
         valid_ndcg = {}
         for method, (objective, watch) in methods.items():
             started = time.perf_counter()
-            booster = train(objective, train_set, valid, watch)
-            scores = booster.predict(test.X, num_iteration=booster.best_iteration, raw_score=True)
-            valid_scores = booster.predict(valid.X, num_iteration=booster.best_iteration, raw_score=True)
+            predict, rounds = train(objective, train_set, valid, watch, engine)
+            scores, valid_scores = predict(test.X), predict(valid.X)
             valid_ndcg[method] = ndcg(valid.y, valid_scores, valid.group, k=10)
             # generated data: ranked against the true grades, not the drawn clicks
             graded = test.y if truth is None else truth[0]
             per_query[(dataset, method)] = ndcg(graded, scores, test.group, k=10, per_query=True)
             row = {"dataset": dataset, "method": method, "ndcg@10": per_query[(dataset, method)].mean(),
                    "logloss": log_loss(test.y, scores), "ece": expected_calibration_error(test.y, scores),
-                   "rounds": booster.best_iteration, "seconds": time.perf_counter() - started}
+                   "rounds": rounds, "seconds": time.perf_counter() - started}
             if truth is not None:
                 row["mae_truth"] = float(np.abs(1 / (1 + np.exp(-scores)) - truth[1]).mean())
             rows.append(row)
@@ -188,13 +229,13 @@ def calibration_part(names, alphas, n_queries: int, fold: int = 1) -> tuple[pd.D
     return table, compare(table, per_query), per_query
 
 
-def over_folds(names, alphas, n_queries: int, folds) -> list[str]:
+def over_folds(names, alphas, n_queries: int, folds, engine: str = "lightgbm") -> list[str]:
     """Part 1 on each fold (generated data: one seed per fold): the targets per fold, and the
     NDCG@10 differences to each fold's best ranking objective pooled over the folds' test
     queries (every LETOR query is a test query of one fold)."""
     tables, pooled = [], {}
     for fold in folds:
-        table, _, per_query = calibration_part(names, alphas, n_queries, fold)
+        table, _, per_query = calibration_part(names, alphas, n_queries, fold, engine)
         tables.append(table.assign(fold=fold))
         for dataset, part in table.groupby("dataset", sort=False):
             best = part["best_ranking"].iloc[0]
@@ -456,7 +497,11 @@ def main(argv=None) -> None:
     parser.add_argument("--category-scale", type=float, default=1.0,
                         help="with --pareto-seeds: the second label's worth in half the queries (a category)")
     parser.add_argument("--threads", type=int, default=2, help="LightGBM threads of the two-label models")
+    parser.add_argument("--engine", choices=("lightgbm", "xgboost"), default="lightgbm",
+                        help="with --calibration-folds: the engine every model of the calibration part trains in")
     args = parser.parse_args(argv)
+    if args.engine != "lightgbm" and not args.calibration_folds:
+        parser.error("--engine is for --calibration-folds; the default run's tables and figures are LightGBM's")
     if not args.pareto_seeds and (args.gain != "linear" or args.purchase_intercept != -1.0
                                   or args.category_scale != 1.0):
         parser.error("--gain, --purchase-intercept and --category-scale are for --pareto-seeds; the default run's part 2 is the "
@@ -480,7 +525,7 @@ def main(argv=None) -> None:
 
     if args.calibration_folds:
         started = time.perf_counter()
-        print("\n".join(over_folds(args.datasets, args.alphas, args.queries, args.calibration_folds)))
+        print("\n".join(over_folds(args.datasets, args.alphas, args.queries, args.calibration_folds, args.engine)))
         print(f"\n{time.perf_counter() - started:.0f} s")
         return
     table, differences, _ = calibration_part(args.datasets, args.alphas, args.queries)

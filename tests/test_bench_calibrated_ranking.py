@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from helpers import benchmark_script
 
-from gbrank.metrics import per_label_ndcg
+from gbrank.metrics import log_loss, per_label_ndcg
 
 
 def _script():
@@ -107,6 +107,40 @@ def test_calibration_folds_report_every_fold_and_pool_the_test_queries(capsys):
     assert per_query[("generated", "rcr(0.5)")].size == 8
     pooled = re.search(r"^\| generated \| rcr\(0\.5\) \| best ranking \| (\S+) \|", out, re.MULTILINE)
     assert pooled is not None and np.isfinite(float(pooled.group(1)))
+
+
+def test_calibration_folds_run_in_xgboost(capsys):
+    pytest.importorskip("xgboost")
+    bench = _script()
+    bench.main(["--calibration-folds", "1", "--datasets", "generated", "--queries", "40", "--engine", "xgboost"])
+    out = capsys.readouterr().out
+    assert re.search(r"^\| generated \| 1 \| (lambdarank|softmax) \| 0.5 \| [+-]\d", out, re.MULTILINE)
+
+
+def test_xgboost_logistic_model_stops_on_its_own_log_loss():
+    # XGBoost hands a custom metric probabilities under binary:logistic: read as logits, the
+    # log loss would fall with every round and never stop the training
+    pytest.importorskip("xgboost")
+    bench = _script()
+    (train, valid, test), _ = bench.generated(0, 100)
+    predict, rounds = bench.train("binary", train, valid, "logloss", engine="xgboost")
+    assert rounds < bench.MAX_ROUNDS
+    constant = np.full(test.y.size, np.log(train.y.mean() / (1 - train.y.mean())))
+    assert log_loss(test.y, predict(test.X)) < log_loss(test.y, constant)
+    # the same rounds as XGBoost's own early stopping on its log loss
+    import xgboost as xgb
+    booster = xgb.train({**bench.XGB_PARAMS, "objective": "binary:logistic", "eval_metric": "logloss",
+                         "disable_default_eval_metric": 0},
+                        xgb.DMatrix(train.X, train.y), bench.MAX_ROUNDS,
+                        evals=[(xgb.DMatrix(valid.X, valid.y), "valid")],
+                        early_stopping_rounds=bench.PATIENCE, verbose_eval=False)
+    assert rounds == booster.best_iteration + 1
+
+
+def test_engine_is_refused_outside_calibration_folds():
+    bench = _script()
+    with pytest.raises(SystemExit):
+        bench.main(["--engine", "xgboost"])
 
 
 def test_the_folds_of_generated_data_are_seeds():
