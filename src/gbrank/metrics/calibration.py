@@ -37,6 +37,13 @@ def _softplus(x: np.ndarray) -> np.ndarray:
     return np.logaddexp(0.0, x)
 
 
+def _check_probability(probability, name: str = "probability") -> bool:
+    """``probability`` as given: True or False (numpy's booleans too), else a TypeError."""
+    if not isinstance(probability, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {probability!r}")
+    return bool(probability)
+
+
 def _targets(y_true, y_pred, group, max_label, probability: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Validated targets in [0, 1] and float64 scores (probabilities in [0, 1] where
     ``probability``)."""
@@ -47,9 +54,7 @@ def _targets(y_true, y_pred, group, max_label, probability: bool = False) -> tup
         raise ValueError("empty input: y_true has no rows")
     offsets = None if group is None else check_group(group, labels.shape[0])
     scores = check_scores(y_pred, n_rows=labels.shape[0], offsets=offsets)
-    if not isinstance(probability, (bool, np.bool_)):
-        raise TypeError(f"probability must be True or False, got {probability!r}")
-    if probability:
+    if _check_probability(probability):
         outside = np.flatnonzero((scores < 0.0) | (scores > 1.0))
         if outside.size:
             raise ValueError(f"y_pred row {outside[0]} is {float(scores[outside[0]])!r}, not a probability in [0, 1] "

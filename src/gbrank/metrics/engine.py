@@ -57,7 +57,7 @@ from .._validation import check_float, check_int
 from ..engines import xgboost as xgboost_engine
 from .average_precision import _check_options as _map_options
 from .average_precision import mean_average_precision
-from .calibration import expected_calibration_error, log_loss
+from .calibration import _check_probability, expected_calibration_error, log_loss
 from .err import _check_options as _err_options
 from .err import err
 from .ndcg import _check_options as _ndcg_options
@@ -82,8 +82,7 @@ def _calibration_options(metric: str, k, max_label, n_bins: int = 10, probabilit
         raise ValueError(f"{metric} is a calibration metric over all rows and takes no cut-off; write {metric!r}")
     check_int("n_bins", n_bins, min=1)
     check_float("max_label", max_label, min=0.0, strict=True, optional=True)
-    if not isinstance(probability, bool):
-        raise TypeError(f"{metric}'s probability must be True or False, got {probability!r}")
+    _check_probability(probability, f"{metric}'s probability")
 
 
 # the calibration metrics in the ranking metrics' call shape (a cut-off they refuse)
