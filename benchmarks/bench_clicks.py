@@ -239,9 +239,7 @@ def run_one(train, test, *, setting, eta, sessions, rounds, seed, threads, loggi
     if policy == "plackett_luce":
         fit("naive", ours(gbrank.ips_listnet(propensity=None), clicks))
         # positions change from session to session: the policy-aware weights c / rho
-        weights = log.ips_weights()
-        if clip is not None:
-            weights = np.minimum(weights, clicks / clip)
+        weights = log.ips_weights(clip=clip)
         fit("ips-policy-aware", ours(gbrank.ips_listnet(propensity=None), weights))
         fit("ips-pairwise-policy-aware", ours(pairwise(None), weights))
         return evaluate(models, test), extra, log, seconds

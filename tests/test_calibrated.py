@@ -54,7 +54,7 @@ def cases(seed, n_queries=4):
 def test_loss_and_gradient_match_the_direct_formula(name, alpha, seed):
     y, s, sizes = cases(seed)
     compatible = name == "rcr"
-    targets = y / y.max()  # max_label=None: the largest training label
+    targets = y / max(y.max(), 1.0)  # max_label=None: the largest training label, at least 1
     obj = FACTORIES[name](alpha=alpha, hess_floor=0.0)
     assert obj.loss(y, s, sizes) == pytest.approx(direct_loss(s, targets, sizes, alpha, compatible), rel=1e-10)
     grad = obj.grad_hess(y, s, sizes)[0]
@@ -126,6 +126,18 @@ def test_graded_labels_are_divided_by_the_largest_training_label_or_max_label():
     b = np.array([1.0, 0.0, 0.0, 1.0])
     np.testing.assert_array_equal(gbrank.rcr().grad_hess(b, s, sizes)[0], gbrank.rcr(max_label=1).grad_hess(b, s, sizes)[0])
     assert np.isfinite(gbrank.rcr().grad_hess(np.zeros(4), s, sizes)[0]).all()
+
+
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+def test_labels_within_0_and_1_are_probabilities_as_given(name):
+    # click rates whose largest is 0.4: scaled by it, every target (and prediction) would be
+    # 2.5 times too large, and the calibration metrics, which read them as is, would not show it
+    y, sizes = np.array([0.1, 0.4, 0.2, 0.0, 0.3]), [3, 2]
+    s = np.log(np.clip(y, 1e-3, None) / (1 - np.clip(y, 1e-3, None)))
+    default = FACTORIES[name]().grad_hess(y, s, sizes)[0]
+    np.testing.assert_array_equal(default, FACTORIES[name](max_label=1).grad_hess(y, s, sizes)[0])
+    if name == "rcr":  # at sigma(s) = y both of RCR's terms are minimal
+        assert np.abs(default[:3]).max() < 1e-12
 
 
 @pytest.mark.parametrize("name", sorted(FACTORIES))

@@ -212,6 +212,23 @@ def test_engines_built_in_logistic_objectives_match_their_own_log_loss(splits):
     np.testing.assert_allclose(history["train"]["gbrank-logloss"], history["train"]["binary_logloss"], rtol=1e-10)
 
 
+
+def test_xgboost_calibration_callbacks_need_no_query_groups(splits):
+    # a binary:logistic model's DMatrix has none; the ranking metrics still require them
+    (X, y, _), _ = splits
+    metrics = make_metrics([("logloss", {"probability": True}), ("ece", {"probability": True})])
+    params = {"objective": "binary:logistic", "eval_metric": "logloss", "nthread": 1}
+    history = {}
+    xgb.train(params, xgb.DMatrix(X, y), 5, evals=[(xgb.DMatrix(X, y), "train")], custom_metric=metrics.xgboost,
+              evals_result=history, verbose_eval=False)
+    np.testing.assert_allclose(history["train"]["gbrank-logloss"], history["train"]["logloss"], rtol=1e-5)
+    folds = xgb.cv(params, xgb.DMatrix(X, y), 5, nfold=3, custom_metric=metrics.xgboost, seed=0)
+    np.testing.assert_allclose(folds["test-gbrank-logloss-mean"], folds["test-logloss-mean"], rtol=1e-5)
+    with pytest.raises(ValueError, match="no query groups"):
+        xgb.train(params, xgb.DMatrix(X, y), 1, evals=[(xgb.DMatrix(X, y), "train")],
+                  custom_metric=make_metrics(["logloss", "ndcg@5"]).xgboost, verbose_eval=False)
+
+
 # --------------------------------------------------------------------------- the plot
 def test_reliability_diagram_draws_the_bins():
     matplotlib = pytest.importorskip("matplotlib")

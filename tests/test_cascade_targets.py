@@ -189,6 +189,7 @@ def test_targets_train_ips_listnet_with_lightgbm():
     ([[0, 1]], [[True, True]], {}, "session 0 has a click at rank 2 below a click after which the user stops"),
     ([[0, 5]], [[False, False]], {}, "session 0 shows row 5 at rank 2"),
     ([[0, -1]], [[False, True]], {}, "session 0 has a click at rank 2, where it shows no row"),
+    ([[1, 2], [0, 0]], [[False, True], [False, True]], {}, r"session 1 shows row 0 at ranks \[1, 2\]"),
     ([[0, 1]], [[False]], {}, "session_clicks has shape"),
     ([0, 1], [False, True], {}, "two-dimensional"),
     ([[0, 1]], [[0, 2]], {}, "booleans"),

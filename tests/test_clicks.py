@@ -89,6 +89,20 @@ def test_plackett_luce_propensity_is_the_expected_examination():
     assert log.position is None
 
 
+def test_ips_weights_refuse_a_clicked_row_the_sampled_policy_never_showed():
+    rng = np.random.default_rng(0)
+    y, group = rng.integers(0, 3, size=50 * 60), np.full(50, 60)
+    log = simulate_clicks(y, group, rng.normal(size=y.size), top_k=5, policy="plackett_luce", temperature=0.7,
+                          n_policy_samples=5, sessions_per_query=20, seed=0)
+    never = (log.clicks > 0) & (log.propensity == 0)
+    assert never.any()
+    with pytest.raises(ValueError, match=r"row \d+ was clicked but its estimated propensity is 0.*n_policy_samples"):
+        log.ips_weights()
+    clipped = log.ips_weights(clip=0.05)
+    np.testing.assert_allclose(clipped, log.clicks / np.maximum(log.propensity, 0.05) * (log.clicks > 0))
+    assert np.isfinite(clipped).all()
+
+
 @pytest.mark.parametrize("kwargs, match", [
     ({"y": [0.5, 1]}, "non-negative integers"),
     ({"scores": None}, "pass logging_scores, or X"),

@@ -47,7 +47,7 @@ class RecordingMultiLabel(MultiLabel):
 def recording(inner, **settings):
     return RecordingMultiLabel(objective=inner, labels=None, aggregate=settings.pop("aggregate", "gradient"),
                                weights=settings.pop("weights", None), floors=settings.pop("floors", None),
-                               k=settings.pop("k", 10), penalty=settings.pop("penalty", 10.0), seed=0,
+                               k=settings.pop("k", 10), penalty=settings.pop("penalty", 10.0), gain="exp2", seed=0,
                                hess_floor=1e-6, hess_scale=1.0)
 
 

@@ -563,6 +563,25 @@ def test_the_propensities_fitted_first_leave_out_the_rows_below_a_fold():
     np.testing.assert_array_equal(fit.propensity_fit.position, est.position)
 
 
+@pytest.mark.parametrize("engine", ["lightgbm", "xgboost"])
+def test_a_query_wholly_below_the_fold_takes_no_part(engine):
+    # a second results page nobody reached: once its positions are found never examined, the
+    # query has no examined row, held out or trained on
+    data = make_ranking(180, (10, 10), 10, seed=7)
+    log = simulate_clicks(data.y, data.group, X=data.X, sessions_per_query=50, top_k=10, logging_fraction=0.002,
+                          seed=7)
+    clicks, position = log.clicks.astype(float), log.position.copy()
+    second = np.arange(150 * 10, 180 * 10)  # the rows of queries 150..179
+    clicks[second] = 0.0
+    position[second] = 11 + (np.arange(second.size) % 10) // 2
+    fit = gbrank.fit_clicks(data.X, clicks, data.group, position=position, engine=engine, params=THREADS[engine],
+                            max_rounds=10, held_out=0.3)
+    assert fit.propensity_fit.left_out_[10:].all() and not fit.propensity_fit.left_out_[:10].any()
+    assert (fit.propensity_fit.position[second] == -1).all()
+    assert np.isin(np.arange(150, 180), fit.held_out_queries).any()
+    assert np.isfinite(fit.curve).all()
+
+
 def test_fit_propensity_refuses_bad_input_with_the_fix(log):
     train, _, clicks = log
     with pytest.raises(ValueError, match="position is required"):

@@ -28,10 +28,11 @@ def two_labels(seed, n_queries=4):
 @pytest.mark.parametrize("seed", range(3))
 def test_gradient_aggregation_is_the_weighted_sum_of_each_labels_gradients(name, seed):
     labels, s, sizes = two_labels(seed)
-    obj = gbrank.multi_label(INNER[name](), labels, weights=[3.0, 1.0], hess_floor=0.0)
+    obj = gbrank.multi_label(INNER[name](hess_scale=2.0, hess_floor=0.01), labels, weights=[3.0, 1.0], hess_floor=0.0)
     grad, hess = obj.grad_hess(labels[:, 0], s, sizes)
-    # the inner objective's own floor and scale are not applied inside the mix
-    (g0, h0), (g1, h1) = (INNER[name](hess_floor=0.0).grad_hess(labels[:, j], s, sizes) for j in (0, 1))
+    # each label's hessian as the objective gives it, its own scale and floor applied
+    (g0, h0), (g1, h1) = (INNER[name](hess_scale=2.0, hess_floor=0.01).grad_hess(labels[:, j], s, sizes)
+                          for j in (0, 1))
     np.testing.assert_allclose(grad, 0.75 * g0 + 0.25 * g1, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(hess, 0.75 * h0 + 0.25 * h1, rtol=1e-12, atol=1e-15)
 
@@ -92,6 +93,42 @@ def test_constrained_weights_grow_only_below_the_floor():
     np.testing.assert_allclose(short.grad_hess(labels[:, 0], s, sizes)[0], g0 + 5.0 * 0.1 * g1, rtol=1e-9)
 
 
+
+def test_constrained_weights_do_not_depend_on_the_row_order_of_tied_scores():
+    # at the first iteration every score is tied: the floors' NDCG averages the ties
+    labels, _, sizes = two_labels(8, n_queries=30)
+    offsets = np.concatenate(([0], np.cumsum(sizes)))
+    order = np.concatenate([offsets[q] + np.random.default_rng(q).permutation(size) for q, size in enumerate(sizes)])
+    inner, zeros = gbrank.listnet(target="linear"), np.zeros(labels.shape[0])
+    grads = []
+    for rows in (np.arange(labels.shape[0]), order):
+        obj = gbrank.multi_label(inner, labels[rows], aggregate="constrained", floors=[0.95], penalty=4.0)
+        grads.append(obj.grad_hess(labels[rows, 0], zeros, sizes)[0][np.argsort(rows)])
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12, atol=1e-15)
+
+
+def test_constrained_floors_take_the_gain_they_are_given():
+    labels, s, sizes = two_labels(9)
+    soft = labels * [1.0, 0.37]
+    obj = gbrank.multi_label(gbrank.listnet(target="linear"), soft, aggregate="constrained", floors=[0.9])
+    with pytest.raises(ValueError, match=r"labels\[\d+, 1\] is 0.37.*gain='linear'"):
+        obj.grad_hess(soft[:, 0], s, sizes)
+    linear = gbrank.multi_label(gbrank.listnet(target="linear"), soft, aggregate="constrained", floors=[1.0],
+                                gain="linear", penalty=2.0)
+    achieved = gbrank.metrics.ndcg(soft[:, 1], s, sizes, k=10, gain="linear", ties="average")
+    g0, g1 = (gbrank.listnet(target="linear").grad_hess(soft[:, j], s, sizes)[0] for j in (0, 1))
+    np.testing.assert_allclose(linear.grad_hess(soft[:, 0], s, sizes)[0], g0 + 2.0 * (1.0 - achieved) * g1,
+                               rtol=1e-9)
+
+
+def test_label_aggregation_applies_the_objectives_hessian_settings():
+    labels, s, sizes = two_labels(10)
+    inner = gbrank.listnet(target="linear", hess_scale=3.0)
+    obj = gbrank.multi_label(inner, labels, aggregate="label", weights=[0.5, 0.5], hess_floor=0.0)
+    np.testing.assert_allclose(obj.grad_hess(labels[:, 0], s, sizes)[1],
+                               inner.grad_hess(labels @ [0.5, 0.5], s, sizes)[1], rtol=1e-12)
+
+
 # --------------------------------------------------------------------------- refusals
 def test_rows_that_are_not_the_label_columns_rows_are_refused():
     labels, s, sizes = two_labels(7)
@@ -115,6 +152,8 @@ def test_rows_that_are_not_the_label_columns_rows_are_refused():
     ({"floors": [0.5]}, "floors are for aggregate='constrained'"),
     ({"aggregate": "mean"}, "aggregate must be one of"),
     ({"weights": np.ones((3, 2))}, "weights per query"),
+    ({"aggregate": "constrained", "floors": [0.5], "gain": "log"}, "gain must be"),
+    ({"seed": 2**70}, "seed"),
 ])
 def test_bad_settings_are_named(kwargs, message):
     settings = {"labels": np.zeros((5, 2)), **kwargs}
@@ -125,6 +164,8 @@ def test_bad_settings_are_named(kwargs, message):
 def test_the_objective_must_be_a_gbrank_objective():
     with pytest.raises(TypeError, match="gbrank objective"):
         gbrank.multi_label("lambdarank", np.zeros((5, 2)))
+    with pytest.raises(TypeError, match="ips_listnet learns from one click column and its display positions"):
+        gbrank.multi_label(gbrank.ips_listnet(), np.zeros((5, 2)))
 
 
 # --------------------------------------------------------------------------- engines

@@ -152,6 +152,27 @@ def test_monotone_and_power_estimates_from_training_have_their_shape(click_data)
     assert "propensity_model" not in repr(gbrank.ips_listnet())
 
 
+@pytest.mark.parametrize("model", ["free", "monotone", "power"])
+def test_every_curve_leaves_out_the_rows_below_a_fold(model):
+    # positions 6..15 are never examined: left out, they train as the rows of a log that
+    # never held them; counted in, they would pass for examined and irrelevant
+    lgb = pytest.importorskip("lightgbm")
+    d = make_ranking(200, (15, 15), 10, seed=6)
+    log = simulate_clicks(d.y, d.group, X=d.X, sessions_per_query=50, top_k=15, fold=5, logging_fraction=0.002,
+                          seed=6)
+    thetas = []
+    for position in (log.position, np.where(log.position > 5, -1, log.position)):
+        obj = gbrank.pbm_listnet(propensity_model=model, warmup=2, update_every=2)
+        dtrain = lgb.Dataset(d.X, log.clicks, group=d.group)
+        booster = lgb.train({**LGB, "objective": gbrank.engines.with_position(obj, position)}, dtrain, 8)
+        binding = obj.binding(dtrain)
+        thetas.append((binding.propensity_[:5], booster.predict(d.X)))
+        if position is log.position:
+            np.testing.assert_array_equal(binding.left_out_, np.arange(1, 16) > 5)
+    np.testing.assert_allclose(thetas[0][0], thetas[1][0], rtol=1e-12)
+    np.testing.assert_allclose(thetas[0][1], thetas[1][1], rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("make", [gbrank.ips_listnet, gbrank.ips_ranknet, gbrank.pbm_listnet])
 def test_an_unknown_curve_is_refused_naming_the_choices(make):
     with pytest.raises(ValueError, match="propensity_model must be one of 'free', 'monotone', 'power', got 'isotonic'"):

@@ -366,7 +366,18 @@ class HeldOutClickLikelihood:
 
     def __init__(self, objective, train_set, clicks, group, *, position) -> None:
         _check_objective(objective)
-        clicks, offsets, position = _check_log(clicks, group, None, position)
+        self._bind_rows(objective, train_set, *_check_log(clicks, group, None, position))
+
+    @classmethod
+    def _checked(cls, objective, train_set, clicks, offsets, position) -> HeldOutClickLikelihood:
+        """The metric on rows already checked as a log: :func:`fit_clicks`'s, whose positions
+        after the propensities are settled may leave a query no examined row (a results page
+        nobody reached), which then takes no part."""
+        metric = cls.__new__(cls)
+        metric._bind_rows(objective, train_set, clicks, offsets, position)
+        return metric
+
+    def _bind_rows(self, objective, train_set, clicks, offsets, position) -> None:
         self.objective = objective
         self.train_set = train_set
         self._start(clicks, offsets, position >= 1)
@@ -458,7 +469,7 @@ def _check_log(clicks, group, qid, position):
     bad = ~np.isfinite(clicks) | (clicks < 0)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"clicks[{row}] = {clicks[row]!r}: clicks must be finite counts >= 0")
+        raise ValueError(f"clicks[{row}] = {clicks[row]:g}: clicks must be finite counts >= 0")
     if position is None:
         raise ValueError(
             "position is required: the display position of every row (1 = top, -1 = never shown), "
@@ -1025,8 +1036,7 @@ def fit_clicks(
             metric = _ExaminationLikelihood(clicks[rows], held_offsets, examinations[rows])
         else:
             # each fit's estimate lives in the binding of its own training set: one objective serves both
-            metric = HeldOutClickLikelihood(candidate, None, clicks[rows], sizes[held_queries],
-                                            position=position[rows])
+            metric = HeldOutClickLikelihood._checked(candidate, None, clicks[rows], held_offsets, position[rows])
         booster, _ = _train(engine, params, _take(X, fit_rows), labels[fit_rows], sizes[~held_queries], candidate,
                             train_position, max_rounds, n_positions,
                             metric=(_take(X, rows), labels[rows], sizes[held_queries], metric))

@@ -23,8 +23,8 @@ Calibration (``logloss``, ``ece``)
     regression), the test part's mean log loss and expected calibration error
     (:mod:`gbrank.metrics.calibration`, 10 equal-width bins), each a mean over documents,
     lower is better. The targets are the labels divided by the method's ``max_label``, or by
-    default by the data set's largest label (0/1 labels as they are), as the objective reads
-    them. Other methods' scores are not probabilities: a sigmoid of a ranking score is an
+    default by the data set's largest label, or 1 where none exceeds 1 (0/1 labels and
+    probabilities as they are), as the objective reads them. Other methods' scores are not probabilities: a sigmoid of a ranking score is an
     arbitrary number, so they get no value (blank in the CSV files, — in the report), never
     a figure that would look comparable.
 
@@ -143,8 +143,8 @@ def ndcg_at(k: int, conventions: Conventions, gain: str = "exp2"):
 def calibration_metrics(y, scores, max_label: float) -> dict[str, float]:
     """``{"logloss": ..., "ece": ...}`` of the test scores read as logits, with the targets
     ``y / max_label`` (module notes)."""
-    top = max_label if max_label > 0 else 1.0
-    return {"logloss": log_loss(y, scores, max_label=top), "ece": expected_calibration_error(y, scores, max_label=top)}
+    return {"logloss": log_loss(y, scores, max_label=max_label),
+            "ece": expected_calibration_error(y, scores, max_label=max_label)}
 
 
 def label_figure(column: str) -> str:

@@ -629,9 +629,9 @@ def _run(method: Method, cache: FoldCache, key: dict, config: BenchConfig, metri
 
 def _max_label(method: Method, gain: LabelGain) -> float:
     """The label a probabilistic method reads as probability 1: its ``max_label`` setting, or
-    the data set's largest label (what its objective takes from the training data)."""
+    the data set's largest label, at least 1 (what its objective takes from the training data)."""
     given = method.settings().get("max_label")
-    return float(given) if given is not None else gain.max_label
+    return float(given) if given is not None else max(gain.max_label, 1.0)
 
 
 def _fit_tuned(method, cache, config: BenchConfig, metric, metric_name, gain: LabelGain, bar: _Progress, key: dict):

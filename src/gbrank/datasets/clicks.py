@@ -120,15 +120,28 @@ class ClickLog:
     session_rows: np.ndarray | None = None
     session_clicks: np.ndarray | None = None
 
-    def ips_weights(self) -> np.ndarray:
-        """Inverse-propensity weighted clicks :math:`c_i / \\rho_i` (0 for unclicked rows).
+    def ips_weights(self, clip: float | None = None) -> np.ndarray:
+        """Inverse-propensity weighted clicks :math:`c_i / \\max(\\rho_i, \\text{clip})` (0 for
+        unclicked rows).
 
-        These are the labels of :func:`gbrank.ips_listnet` with ``propensity="given"``; with a
-        stochastic policy they are the policy-aware weights.
+        These are the labels of :func:`gbrank.ips_listnet` with ``propensity=None``; with a
+        stochastic policy they are the policy-aware weights. Without ``clip``, a clicked row
+        whose estimated propensity is 0 (a Plackett–Luce policy's rankings, sampled apart
+        from the sessions, never showed it) is refused, naming the fix.
         """
         out = np.zeros(self.clicks.shape[0])
         hit = self.clicks > 0
-        out[hit] = self.clicks[hit] / self.propensity[hit]
+        rho = self.propensity[hit]
+        if clip is not None:
+            rho = np.maximum(rho, check_float("clip", clip, min=0.0, strict=True))
+        unseen = np.flatnonzero(hit)[rho <= 0]
+        if unseen.size:
+            raise ValueError(
+                f"row {int(unseen[0])} was clicked but its estimated propensity is 0 ({unseen.size} such rows): "
+                "the policy's rankings sampled for the propensities never showed it; simulate with more "
+                "n_policy_samples, or give ips_weights(clip=...)"
+            )
+        out[hit] = self.clicks[hit] / rho
         return out
 
 

@@ -75,7 +75,7 @@ def read(dmat, *, position: bool = False) -> Fields:
                   position=rows)
 
 
-def group_sizes(dmat, *, purpose: str) -> np.ndarray:
+def group_sizes(dmat, *, purpose: str, optional: bool = False) -> np.ndarray | None:
     """The query sizes of a ``DMatrix``, from its ``group_ptr`` (which follows any re-ordering
     XGBoost applied to the rows): the one place gbrank reads it.
 
@@ -84,14 +84,18 @@ def group_sizes(dmat, *, purpose: str) -> np.ndarray:
     dmat : xgboost.DMatrix
     purpose : str
         What the groups are needed for, ending the error (``"to evaluate ranking metrics"``).
+    optional : bool, default=False
+        Return None, not an error, when the DMatrix has no query groups.
 
     Raises
     ------
     ValueError
-        When the DMatrix has no query groups.
+        When the DMatrix has no query groups and they are not ``optional``.
     """
     ptr = dmat.get_uint_info("group_ptr")
     if ptr.size < 2:
+        if optional:
+            return None
         raise ValueError(
             f"the DMatrix has no query groups: build it with qid= or group=, or call set_group() {purpose}"
         )

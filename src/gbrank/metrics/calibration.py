@@ -80,9 +80,12 @@ def log_loss(y_true, y_pred, group=None, *, max_label: float | None = None, prob
 
     computed from the raw scores as :math:`y\,\mathrm{softplus}(-s) + (1-y)\,\mathrm{softplus}(s)`,
     so that no probability of 0 or 1 is clipped. Equal to ``sklearn.metrics.log_loss(y,
-    expit(s))`` for binary labels; graded labels enter as soft targets :math:`l / l_{\max}`.
-    With ``probability=True`` ``y_pred`` holds :math:`q = \sigma(s)` itself, clipped to
-    :math:`[10^{-15}, 1 - 10^{-15}]` as LightGBM's ``binary_logloss`` clips it.
+    expit(s))`` for binary labels while :math:`|s| \lesssim 30` (beyond, ``1 - expit(s)``
+    loses its digits and scikit-learn clips it at machine epsilon: a confidently wrong row
+    costs :math:`|s|` here, at most 36 there); graded
+    labels enter as soft targets :math:`l / l_{\max}`. With ``probability=True`` ``y_pred``
+    holds :math:`q = \sigma(s)` itself, clipped to :math:`[10^{-15}, 1 - 10^{-15}]` as
+    LightGBM's ``binary_logloss`` clips it, so a row's cost is at most :math:`34.5` there.
 
     Parameters
     ----------

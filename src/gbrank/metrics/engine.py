@@ -40,9 +40,10 @@ the first metric on the last eval set (:func:`gbrank.engines.watched`), is appli
 :meth:`EngineMetrics.xgboost_early_stopping`, ``gbrank.engines.lightgbm.EarlyStopping`` and
 every gbrank front-end.
 
-The values are unweighted means over queries. Sample or query weights on the evaluated
-Dataset/DMatrix are ignored (with a warning), whereas the engines' built-in metrics weight
-queries.
+The values are unweighted means over queries (``logloss`` and ``ece``: over rows, and an
+XGBoost DMatrix needs no query groups for them alone). Sample or query weights on the
+evaluated Dataset/DMatrix are ignored (with a warning), whereas the engines' built-in metrics
+weight them.
 """
 
 from __future__ import annotations
@@ -132,6 +133,8 @@ class MetricSpec:
     k: int | None
     options: dict = field(default_factory=dict)
     higher_is_better: bool = True
+    #: whether it is a mean over queries (the calibration metrics are means over rows)
+    per_query: bool = True
 
     def __call__(self, y_true, y_pred, group) -> float:
         return self.func(y_true, y_pred, group, self.k, **self.options)
@@ -164,13 +167,14 @@ def _parse(spec, conventions: dict, prefix: str) -> MetricSpec:
     check(k, **merged)
     if name is None:
         name = prefix + metric + ("" if k is None else f"@{k}")
-    return MetricSpec(name=name, func=func, k=k, options=merged, higher_is_better=metric not in _LOWER)
+    return MetricSpec(name=name, func=func, k=k, options=merged, higher_is_better=metric not in _LOWER,
+                      per_query=metric not in _LOWER)
 
 
 def _warn_weights(engine: str) -> None:
     warnings.warn(
-        f"the evaluated {engine} data has weights; gbrank metrics are unweighted means over "
-        "queries and ignore them",
+        f"the evaluated {engine} data has weights; gbrank metrics are unweighted means (over "
+        "queries, or over rows for logloss and ece) and ignore them",
         UserWarning,
         stacklevel=3,
     )
@@ -222,9 +226,11 @@ class EngineMetrics:
         """``custom_metric`` for ``xgboost.train``: ``f(preds, dmat)``.
 
         Groups come from the DMatrix's ``group_ptr`` (:func:`gbrank.engines.xgboost.group_sizes`),
-        so they follow any re-ordering XGBoost applied to the rows.
+        so they follow any re-ordering XGBoost applied to the rows. The calibration metrics
+        alone need none (a ``binary:logistic`` model's DMatrix has no groups).
         """
-        sizes = xgboost_engine.group_sizes(dmat, purpose="to evaluate ranking metrics")
+        optional = not any(m.per_query for m in self.metrics)
+        sizes = xgboost_engine.group_sizes(dmat, purpose="to evaluate ranking metrics", optional=optional)
         if dmat.get_weight().size:
             _warn_weights("XGBoost")
         return self.evaluate(dmat.get_label(), preds, sizes)

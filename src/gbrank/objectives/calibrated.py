@@ -20,7 +20,9 @@ Binary labels (clicks) are their own targets. Graded labels :math:`l_i` enter as
 :math:`y_i = l_i / l_{\max}`, the grade read as a probability of relevance (the paper treats
 binary relevance and names graded labels in :math:`[0, 1]` as the extension): ``max_label``
 sets :math:`l_{\max}`; by default it is the largest label of the whole training data (the
-same in every ``lgb.cv`` fold and on every Dask worker), so 0/1 labels are used as they are.
+same in every ``lgb.cv`` fold and on every Dask worker), or 1 where no label exceeds 1, so
+0/1 labels and click rates in :math:`[0, 1]` are used as they are. An ``xgb.cv`` fold is a
+training set of its own: with graded labels there, pass ``max_label``.
 
 The listwise term
 -----------------
@@ -190,8 +192,10 @@ class CalibratedObjective(RankingObjective):
         )
 
     def _prepare(self, labels, offsets, statistics):
-        top = label_max(labels, statistics) if self.max_label is None else self.max_label
-        targets = labels / top if top > 0 else np.zeros_like(labels)
+        # labels within [0, 1] are already probabilities (click rates): scaling them up to the
+        # largest one would inflate every prediction, and the calibration metrics read them as is
+        top = max(label_max(labels, statistics), 1.0) if self.max_label is None else self.max_label
+        targets = labels / top
         return CalibratedState(np.ascontiguousarray(targets), offsets)
 
     def _run(self, state: CalibratedState, scores, grad, hess, want_loss):
@@ -223,8 +227,10 @@ _PARAMETERS = """
         within 0.6% of a logistic model's to 1.5-3.0% above it.
     max_label : float or None, default=None
         The label read as probability 1: targets are ``label / max_label``. None takes the
-        largest label of the whole training data (0/1 labels stay as they are). A label
-        above ``max_label`` is an error.
+        largest label of the whole training data, or 1 where every label is at most 1 (0/1
+        labels and click rates in [0, 1] stay as they are). A label above ``max_label`` is an
+        error. With graded labels under ``xgb.cv``, pass it: each fold is a training set of
+        its own, and a fold without the top grade would scale its targets by a smaller one.
     hess_floor : float, default=1e-6
         Lower bound on every row's hessian.
     hess_scale : float, default=1.0

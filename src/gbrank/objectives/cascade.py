@@ -205,6 +205,14 @@ def cascade_targets(session_rows, session_clicks, n_rows: int, *, continuation=0
     if ghost.any():
         s, r = (int(v) for v in np.argwhere(ghost)[0])
         raise ValueError(f"session {s} has a click at rank {r + 1}, where it shows no row (-1)")
+    if rows.size:
+        ordered = np.sort(rows, axis=1)
+        twice = (ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)
+        if twice.any():
+            s = int(np.flatnonzero(twice.any(axis=1))[0])
+            row = int(ordered[s, 1:][twice[s]][0])
+            ranks = (np.flatnonzero(rows[s] == row) + 1).tolist()
+            raise ValueError(f"session {s} shows row {row} at ranks {ranks}: a session shows each row once")
     k = rows.shape[1]
     lam = np.broadcast_to(np.asarray(continuation, dtype=np.float64), (k,)) if np.ndim(continuation) == 0 \
         else np.asarray(continuation, dtype=np.float64)

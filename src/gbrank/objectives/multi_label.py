@@ -11,8 +11,11 @@ Label aggregation (``aggregate="label"`` and ``"stochastic"``)
     KDD 2023): at every iteration each query trains on one label :math:`l`, drawn with
     probability :math:`w_l`, so that the expected gradient is the weighted sum of the
     labels' gradients while each step sees real labels. The draws come from a hash of
-    ``seed``, the query and its current scores (as the randomised objectives' draws): fresh at
-    every iteration, identical when a training is repeated.
+    ``seed``, the query's first label column and its current scores (as the randomised
+    objectives' draws): fresh at every iteration, identical when a training is repeated.
+    Queries alike in both draw alike, as all of them may at the first iteration, when every
+    score is the same: then the draw is shared by, e.g., every query without a relevant
+    document.
 
 Gradient aggregation (``aggregate="gradient"`` and ``"constrained"``)
     ``"gradient"``: :math:`g = \sum_l w_l \nabla \ell(s; y^{(l)})`, and the same sum of
@@ -129,13 +132,19 @@ class MultiLabel(RankingObjective):
     """One objective trained on several label columns; build it with :func:`multi_label`."""
 
     factory = "multi_label"
-    _setting_names = ("objective", "aggregate", "weights", "floors", "k", "penalty", "seed")
+    _setting_names = ("objective", "aggregate", "weights", "floors", "k", "penalty", "gain", "seed")
 
-    def __init__(self, *, objective, labels, aggregate, weights, floors, k, penalty, seed, hess_floor,
+    def __init__(self, *, objective, labels, aggregate, weights, floors, k, penalty, gain, seed, hess_floor,
                  hess_scale, whole: tuple | None = None) -> None:
         super().__init__(hess_floor=hess_floor, hess_scale=hess_scale)
         if not isinstance(objective, RankingObjective) or isinstance(objective, MultiLabel):
             raise TypeError(f"objective must be a gbrank objective (e.g. gbrank.lambdarank()), got {objective!r}")
+        if objective.uses_position:
+            raise TypeError(
+                f"{objective.factory} learns from one click column and its display positions, which multi_label "
+                "does not carry: train it on the clicks alone, or give multi_label a relevance objective "
+                "(e.g. gbrank.lambdarank(), gbrank.listnet())"
+            )
         if aggregate not in AGGREGATES:
             raise ValueError(f"aggregate must be one of {AGGREGATES}, got {aggregate!r}")
         self.objective = objective
@@ -158,7 +167,10 @@ class MultiLabel(RankingObjective):
         self.floors = floors
         self.k = check_int("k", k, min=1)
         self.penalty = check_float("penalty", penalty, min=0.0)
-        self.seed = check_int("seed", seed, min=0)
+        if gain not in ("exp2", "linear"):
+            raise ValueError(f"gain must be 'exp2' or 'linear' (the gain of the NDCG@k the floors speak of), got {gain!r}")
+        self.gain = gain
+        self.seed = check_int("seed", seed, min=0, max=2**63 - 1)
         # the inner objective decides these
         self.shift_invariant = objective.shift_invariant
         self.ignores_orderless_queries = objective.ignores_orderless_queries
@@ -242,12 +254,22 @@ class MultiLabel(RankingObjective):
         if self.weights.ndim == 2:
             if self.weights.shape[0] != n_queries:
                 raise ValueError(f"weights per query have {self.weights.shape[0]} rows but the training data has "
-                                 f"{n_queries} queries")
+                                 f"{n_queries} queries: give one row per training query, in their order; a "
+                                 "cross-validation fold holds some of the queries and cannot split them (give "
+                                 "one weight per label there)")
             return self.weights
         return np.broadcast_to(self.weights, (n_queries, self.weights.size))
 
     def _prepare(self, labels, offsets, statistics):
         weights = np.ascontiguousarray(self._row_weights(offsets))
+        if self.aggregate == "constrained" and self.gain == "exp2":
+            for j, column in enumerate(self.labels.T[1:], start=1):
+                bad = np.flatnonzero((column != np.round(column)) | (column > 31))
+                if bad.size:
+                    raise ValueError(
+                        f"labels[{int(bad[0])}, {j}] is {column[bad[0]]:g}: the floors' NDCG@k with gain='exp2' "
+                        "takes integer labels 0..31; pass multi_label(..., gain='linear') for other labels"
+                    )
         inner = self.objective
         # each column's state from its own statistics (of all the rows), not from the first's
         whole = self._whole or self.column_statistics(offsets)
@@ -281,7 +303,10 @@ class MultiLabel(RankingObjective):
         sums = np.zeros(self.floors.size + 1)
         sums[-1] = sizes.size
         if sizes.size:
-            sums[:-1] = [ndcg(np.ascontiguousarray(column), scores, sizes, self.k, per_query=True).sum()
+            # tied scores averaged, not taken in row order: at the first iteration every score
+            # is tied, and the weights must not depend on how the rows of a query are ordered
+            sums[:-1] = [ndcg(np.ascontiguousarray(column), scores, sizes, self.k, gain=self.gain, ties="average",
+                              per_query=True).sum()
                          for column in state.labels.T[1:]]
         sums = sum_over_workers(sums, state.reduce)
         return sums[:-1] / max(sums[-1], 1.0)
@@ -289,17 +314,19 @@ class MultiLabel(RankingObjective):
     def _grad_hess(self, state: MultiLabelState, scores, grad, hess) -> None:
         inner = self.objective
         if self.aggregate == "label":
-            inner._grad_hess(state.inner[0], scores, grad, hess)
+            g, h = inner._finish(state.inner[0], scores, None)
+            grad += g
+            hess += h
             return
         rows = np.diff(state.offsets)
         weights = self._label_weights(state, scores)
-        n = scores.shape[0]
         for j, inner_state in enumerate(state.inner):
             w = np.repeat(weights[:, j], rows)
             if not w.any():
                 continue
-            g, h = np.zeros(n), np.zeros(n)
-            inner._grad_hess(inner_state, scores, g, h)
+            # each label's gradient and hessian as the objective gives them (its hess_scale and
+            # hess_floor applied), then weighted
+            g, h = inner._finish(inner_state, scores, None)
             grad += w * g
             hess += w * h
 
@@ -328,6 +355,7 @@ def multi_label(
     floors=None,
     k: int = 10,
     penalty: float = 10.0,
+    gain: str = "exp2",
     seed: int = 0,
     hess_floor: float = 1e-6,
     hess_scale: float = 1.0,
@@ -338,11 +366,14 @@ def multi_label(
     ----------
     objective : gbrank objective
         The loss each label is trained with (``gbrank.lambdarank()``, ``gbrank.listnet()``,
-        ...). With ``aggregate="label"`` it sees the mixed labels, which are fractional: use
-        an objective that takes any label (e.g. a linear gain or target).
+        ...), with its own ``hess_scale`` and ``hess_floor`` applied to each label's hessian.
+        With ``aggregate="label"`` it sees the mixed labels, which are fractional: use an
+        objective that takes any label (e.g. a linear gain or target). The click objectives,
+        which read display positions, are refused.
     labels : array-like of shape (n_rows, n_labels), optional
-        The label columns of the training rows, in their order. The engine's label must be
-        the first column (LightGBM's ``Dataset(label=labels[:, 0])``, XGBoost's
+        The label columns of the training rows, in their order (only the row count and the
+        first column are checked against the training set: rows swapped among equal first
+        labels cannot be detected). The engine's label must be the first column (LightGBM's ``Dataset(label=labels[:, 0])``, XGBoost's
         ``DMatrix(label=labels[:, 0])``). Leave it out for :class:`gbrank.Ranker`, which
         binds the columns of its 2-D ``y``.
     aggregate : {"gradient", "label", "stochastic", "constrained"}, default="gradient"
@@ -353,13 +384,22 @@ def multi_label(
     weights : array-like of shape (n_labels,) or (n_queries, n_labels), optional
         Non-negative weights of the labels, normalised to sum to 1 (per query when 2-D,
         which ``"label"`` and ``"stochastic"`` take). Default: equal weights; for
-        ``"constrained"``, all on the first label.
+        ``"constrained"``, all on the first label. Weights per query follow the queries in
+        the order the objective trains them: the training set's with ``lgb.train`` /
+        ``xgb.train``, ascending query id with :class:`gbrank.Ranker` given ``qid`` and on
+        :mod:`gbrank.dask`; a cross-validation fold, which holds some of the queries, is
+        refused.
     floors : array-like of shape (n_labels - 1,), optional
-        ``"constrained"`` only: the lowest NDCG@``k`` of each label after the first.
+        ``"constrained"`` only: the lowest NDCG@``k`` of each label after the first, the
+        mean over all training queries, with ``gain``, tied scores averaged and a query
+        without a relevant document counting 1 (:func:`gbrank.metrics.ndcg`'s default).
     k : int, default=10
         Cut-off of the NDCG the floors speak of.
     penalty : float, default=10.0
         ``"constrained"``: weight added per unit of NDCG a label falls short of its floor.
+    gain : {"exp2", "linear"}, default="exp2"
+        ``"constrained"``: the gain of the NDCG the floors speak of, :math:`2^l - 1` (integer
+        labels 0..31) or the label itself (any label).
     seed : int, default=0
         Seed of the ``"stochastic"`` draws.
     hess_floor : float, default=1e-6
@@ -381,4 +421,4 @@ def multi_label(
     [-0.2014, 0.2713, -0.1689, 0.099]
     """
     return MultiLabel(objective=objective, labels=labels, aggregate=aggregate, weights=weights, floors=floors, k=k,
-                      penalty=penalty, seed=seed, hess_floor=hess_floor, hess_scale=hess_scale)
+                      penalty=penalty, gain=gain, seed=seed, hess_floor=hess_floor, hess_scale=hess_scale)

@@ -57,12 +57,13 @@ relevance, and the estimate leans towards the propensities it was trained with. 
 deterministic logging policy (one position per document).
 
 A position without a click in the whole log (with ``propensity_model="monotone"``, one the
-curve pools to none) is estimated unexamined when, examined as often per row as the deepest
+curve pools to none; with ``"power"``, which gives every position a value, any clickless one)
+is estimated unexamined when, examined as often per row as the deepest
 clicked position above it, it would have had 3 clicks or more: its rows take no part in the
 loss, as rows never shown (counted in, they would pass for examined and irrelevant, as rows
 below a fold that nobody scrolls to), and its ``propensity_`` is 1, a value nothing reads.
 A clickless position with fewer rows takes the estimate of the nearest clicked position
-above it.
+above it (with ``"power"``, the curve's value).
 
 ``propensity_model`` restricts the curve :math:`\theta` may take in the update above
 (:mod:`gbrank.objectives.propensity_models`: one value per position, a non-increasing
@@ -383,7 +384,7 @@ class ClickObjective(RankingObjective):
                 "and scores of every worker and call gbrank.objectives.propensity_trust.propensity_interval"
             )
         sizes = np.diff(state["offsets"])
-        return propensity_interval(scores, state["clicks"], state["position"], sizes, n_positions=fit.theta.size,
+        return propensity_interval(scores, state["clicks"], state["fit_position"], sizes, n_positions=fit.theta.size,
                                    propensity_model=self.propensity_model, fit_slope=self._fits_slope,
                                    n_boot=n_boot, level=level, seed=seed)
 
@@ -471,8 +472,18 @@ class ClickObjective(RankingObjective):
             # position relative to its query's clicks
             # found from the clicks alone, once: every estimate leaves their rows out
             state["saturated"] = self._saturated_positions(clicks, pos, offsets, n_positions, reduce)
+            state["fit_position"] = pos
+            if self.propensity_model == "power":
+                # the power law gives every position a value: a clickless one is found from the
+                # clicks, and its rows kept out of every fit, where the other curves' zero at it
+                # keeps them out (counted in, they would steepen the curve everywhere)
+                at = pos[shown] - 1
+                clickless = sum_over_workers(np.bincount(at, weights=clicks[shown], minlength=n_positions), reduce) == 0
+                state["unexamined"] = _unexamined(clickless & ~state["saturated"], clicks, pos, reduce)
+                state["fit_position"] = np.where(examined_rows(pos, state["unexamined"]), pos, -1)
             theta = self._fit_propensity(np.zeros(clicks.shape[0]), state, n_positions, None)
-            state["unexamined"] = _unexamined(np.isnan(theta) & ~state["saturated"], clicks, pos, reduce)
+            if self.propensity_model != "power":
+                state["unexamined"] = _unexamined(np.isnan(theta) & ~state["saturated"], clicks, pos, reduce)
             state["left_out"] = state["unexamined"] | state["saturated"]
             shown = examined_rows(pos, state["left_out"])
             theta = np.maximum(_carry_down(theta, state["left_out"]), _MIN_PROPENSITY)
@@ -506,7 +517,7 @@ class ClickObjective(RankingObjective):
         """The propensities the clicks of ``state`` give at ``scores``, relative (NaN where
         the estimate says nothing); ``start``: the current estimate (None for the first).
         The click-count model's fit restarts from flat propensities every time."""
-        return estimate_propensity(scores, state["clicks"], state["position"], state["offsets"], n_positions,
+        return estimate_propensity(scores, state["clicks"], state["fit_position"], state["offsets"], n_positions,
                                    reduce=state["reduce"], fit_slope=self._fits_slope, model=self.propensity_model)
 
     def _update(self, state, scores):
