@@ -96,6 +96,24 @@ def test_calibration_figures_only_for_probabilities(results):
             assert run["ece"] == pytest.approx(expected_calibration_error(y, s))
 
 
+def test_a_fold_without_the_top_grade_trains_with_the_data_sets_largest_label():
+    # the top grade in one query only: every fold trains with label / 4, as its figures are
+    # scored, and as lgb.cv and gbrank.dask give a fold or a worker the whole data's maximum
+    frame = _frame()
+    frame.loc[0, "label"] = 4.0
+    methods = ["lgb:rcr", "lgb:rcr(max_label=4)", "xgb:rcr", "xgb:rcr(max_label=4)",
+               "lgb:multi_label(objective=rcr, weights=[1.0, 0.0, 0.0])",
+               "lgb:multi_label(objective=rcr, weights=[1.0, 0.0, 0.0], objective_args={'max_label': 4})"]
+    results = run_benchmark(frame, methods, folds=3, config=CONFIG, progress="off")
+    predictions = results.predictions
+    scores = {m: predictions[predictions["method"] == m]["score"].to_numpy() for m in methods}
+    for default, given in zip(methods[::2], methods[1::2]):
+        np.testing.assert_array_equal(scores[default], scores[given])
+    # the fold that tests query 0 trained without its grade 4
+    assert predictions[predictions["method"] == "lgb:rcr"].groupby("fold")["label"].max().min() < 4.0
+    assert (predictions[predictions["method"] == "lgb:rcr"]["label"] == 4.0).any()
+
+
 def test_per_label_ndcg_equals_recomputation(results):
     predictions = results.predictions
     assert results.datasets[0]["label_names"] == ["label", "label_click", "label_purchase"]
@@ -189,6 +207,29 @@ def test_weights_that_do_not_match_the_columns_are_refused_before_training():
     assert len(refused) == 2
     assert all("do not fit the 3 label columns (label, label_click, label_purchase)" in r for r in refused.values())
     assert [m.name for m in plan.methods_for(plan.datasets[0])] == ["lgb:listnet"]
+
+
+def test_a_report_where_every_multi_label_run_was_refused_lists_them(tmp_path):
+    results = run_benchmark(_frame(), ["lgb:multi_label(objective=listnet, weights=[1, 2])"], folds=3, config=CONFIG,
+                            progress="off")
+    report = write_report(results, tmp_path / "r").read_text()
+    assert "weights must have shape (3,)" in report and "| method | label | label_click" not in report
+
+
+def test_labels_a_method_cannot_take_are_refused_before_training():
+    frame = _frame()
+    frame["label_click"] = frame["label_click"] * 0.37  # click rates
+    linear = "objective_args={'target': 'linear'}, aggregate=constrained, floors=[0.5, 0.5]"
+    methods = ["lgb:multi_label(objective=lambdarank)",
+               "lgb:multi_label(objective=lambdarank, objective_args={'gain': 'linear'})",
+               f"lgb:multi_label(objective=listnet, {linear})",
+               f"lgb:multi_label(objective=listnet, {linear}, gain=linear)", "lgb:rcr(max_label=2)", "lgb:rcr"]
+    plan = plan_benchmark(frame, methods, folds=3, config=CONFIG)
+    refused = {s["method"]: s["reason"] for s in plan.refused}
+    assert "label column 1: y_true must hold integers with gain='exp2'" in refused[methods[0]]
+    assert "the floors' NDCG@k with gain='exp2'" in refused[f"lgb:multi_label(objective=listnet, {linear})"]
+    assert "goes up to 3, above max_label=2" in refused["lgb:rcr(max_label=2)"]
+    assert len(refused) == 3 and len(plan.methods_for(plan.datasets[0])) == 3
 
 
 def test_exp2_gain_on_a_fractional_label_column_is_refused():

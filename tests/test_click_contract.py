@@ -113,6 +113,62 @@ def test_lightgbm_cv_ten_folds_read_their_rows_of_the_positions(natural):
             np.testing.assert_allclose(got.predict(X), expected.predict(X), rtol=1e-10, atol=1e-12)
 
 
+def test_lightgbm_cv_folds_estimate_every_position_of_the_whole_set(natural):
+    # the deepest positions in one query only: with_position gives every fold's estimate
+    # the whole set's positions, as a Dataset built with its positions does
+    X, clicks, group, pos, _ = natural
+    deep = pos.copy()
+    deep[: group[0]] = np.where(pos[: group[0]] > 0, pos[: group[0]] + 20, -1)
+    folds = gbrank.engines.query_folds(group, nfold=3)
+    for objective, dataset in ((with_position(gbrank.ips_listnet(), deep), lgb.Dataset(X, clicks, group=group)),
+                               (gbrank.ips_listnet(), _dataset(X, clicks, group, deep))):
+        sizes = set()
+
+        def recording(preds, fold, objective=objective, sizes=sizes):
+            out = objective(preds, fold)
+            sizes.add(objective.binding(fold).propensity_.size)
+            return out
+
+        lgb.cv({**LGB, "objective": recording, "metric": "None"}, dataset, num_boost_round=2, folds=folds)
+        assert sizes == {int(deep.max())}
+
+
+@pytest.mark.parametrize("engine", ["lightgbm", "xgboost"])
+def test_a_training_set_with_initial_scores_trained_twice_starts_afresh_and_continues(natural, engine):
+    """A new training on one training set starts its estimate afresh also where the set has
+    initial scores (LightGBM's init_score, XGBoost's base_margin); a continued training on
+    it carries on: in XGBoost 4 + 4 rounds are the 8 rounds of one training (LightGBM's
+    init_model replaces a Dataset's init_score by the model's scores, so there 4 + 4 is not
+    8 whatever the objective)."""
+    X, clicks, group, pos, _ = natural
+    init = np.random.default_rng(0).normal(scale=0.3, size=clicks.size)
+    objective = with_position(gbrank.pbm_listnet(warmup=1, update_every=1), pos)
+    if engine == "lightgbm":
+        data = lgb.Dataset(X, clicks, group=group, init_score=init, free_raw_data=False)
+
+        def train(rounds, model=None):
+            return lgb.train({**LGB, "objective": objective}, data, rounds, init_model=model)
+
+        def scores(booster):
+            return booster.predict(X, raw_score=True) + init
+    else:
+        xgb = pytest.importorskip("xgboost")
+        data = xgb.DMatrix(X, clicks, group=group, base_margin=init)
+        params = {"max_depth": 3, "nthread": 1, "min_child_weight": 0.0}
+
+        def train(rounds, model=None):
+            return xgb.train(params, data, rounds, obj=objective, xgb_model=model)
+
+        def scores(booster):
+            return booster.predict(data, output_margin=True)
+    first = scores(train(8))
+    theta = objective.binding(data).propensity_
+    np.testing.assert_array_equal(scores(train(8)), first)
+    np.testing.assert_array_equal(objective.binding(data).propensity_, theta)
+    if engine == "xgboost":
+        np.testing.assert_allclose(scores(train(4, train(4))), first, rtol=1e-9, atol=1e-9)
+
+
 def test_lightgbm_positions_set_after_construction_are_not_stale(natural):
     X, clicks, group, pos, log = natural
     dataset = _dataset(X, clicks, group, pos)
@@ -295,8 +351,8 @@ def _recording_err(seen):
     gradients in ``seen``."""
 
     class Recording(type(gbrank.lambdarank(measure="err"))):
-        def _bound_gradients(self, binding, scores):
-            out = super()._bound_gradients(binding, scores)
+        def _bound_gradients(self, binding, scores, init_score=None):
+            out = super()._bound_gradients(binding, scores, init_score)
             seen.append((np.array(binding.labels), np.array(scores), np.diff(binding.offsets), out[0]))
             return out
 

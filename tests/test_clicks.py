@@ -352,6 +352,10 @@ def test_xgboost_takes_the_row_order_as_the_position(click_data, name):
     cv = xgb.cv({"max_depth": 3, "nthread": 1, "min_child_weight": 0.0, "eval_metric": "rmse"}, dtrain, 2,
                 nfold=2, obj=obj)
     assert len(cv) == 2
+    # ... but a fold keeps no link to its DMatrix: an array of positions cannot reach its rows
+    with pytest.raises(ValueError, match=r"positions for training data of \d+ rows.*xgb.cv fold.*query_folds"):
+        xgb.cv({"max_depth": 3, "nthread": 1, "eval_metric": "rmse"}, dtrain, 2, nfold=2,
+               obj=gbrank.engines.with_position(obj, pos))
 
 
 def test_lgbmranker_without_positions_names_the_fix(click_data):

@@ -71,8 +71,8 @@ def _worker():
 class RecordingERR(LambdaRank):
     """ERR LambdaRank that notes, on whichever worker, its labels, sizes and gradients."""
 
-    def _bound_gradients(self, binding, scores):
-        out = super()._bound_gradients(binding, scores)
+    def _bound_gradients(self, binding, scores, init_score=None):
+        out = super()._bound_gradients(binding, scores, init_score)
         RECORD.append((np.array(binding.labels), np.array(scores), np.diff(binding.offsets), out[0].copy(),
                        distributed.get_worker().address))
         return out
@@ -85,8 +85,8 @@ def recording_clicks():
 class RecordingClicks(IPSListNet):
     """IPS softmax loss that notes, on whichever worker, its propensity estimate."""
 
-    def _bound_gradients(self, binding, scores):
-        out = super()._bound_gradients(binding, scores)
+    def _bound_gradients(self, binding, scores, init_score=None):
+        out = super()._bound_gradients(binding, scores, init_score)
         RECORD.append((binding.propensity_, binding.n_rows, _worker()))
         return out
 

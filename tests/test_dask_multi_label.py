@@ -37,8 +37,8 @@ def client():
 class RecordingMultiLabel(MultiLabel):
     """Notes, on whichever worker, its label columns, scores, query sizes and gradients."""
 
-    def _bound_gradients(self, binding, scores):
-        out = super()._bound_gradients(binding, scores)
+    def _bound_gradients(self, binding, scores, init_score=None):
+        out = super()._bound_gradients(binding, scores, init_score)
         RECORD.append((np.array(binding.state.labels), np.array(scores), np.diff(binding.offsets), out[0].copy(),
                        distributed.get_worker().address))
         return out

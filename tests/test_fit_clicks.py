@@ -561,6 +561,13 @@ def test_the_propensities_fitted_first_leave_out_the_rows_below_a_fold():
     fit = gbrank.fit_clicks(data.X, log.clicks, data.group, position=log.position, params=THREADS["lightgbm"],
                             max_rounds=20)
     np.testing.assert_array_equal(fit.propensity_fit.position, est.position)
+    np.testing.assert_array_equal(fit.left_out_, est.left_out_)
+    # an estimating objective's fit says which of its propensities nothing read, refitted or not
+    for refit in (True, False):
+        fit = gbrank.fit_clicks(data.X, log.clicks, data.group, position=log.position, params=THREADS["lightgbm"],
+                                max_rounds=10, objective=gbrank.ips_ranknet(), refit=refit)
+        np.testing.assert_array_equal(fit.left_out_, np.arange(1, 16) > 5)
+        assert (fit.propensity_[5:] == 1.0).all()
 
 
 @pytest.mark.parametrize("engine", ["lightgbm", "xgboost"])

@@ -280,6 +280,12 @@ def test_ranker_refuses_several_labels_for_a_one_label_objective():
     unbound = gbrank.multi_label(gbrank.ranknet())
     with pytest.raises(ValueError, match="has no label columns"):
         unbound.grad_hess(labels[:, 0], np.zeros(labels.shape[0]), sizes)
+    # a bad value in a later column is named at the caller's row, before the rows are grouped
+    qid = np.repeat(np.arange(sizes.size), sizes)[::-1]
+    bad = labels.copy()
+    bad[3, 1] = -1.0
+    with pytest.raises(ValueError, match=r"y\[:, 1\]\[3\] = -1 at row 3"):
+        gbrank.Ranker(unbound, n_estimators=2).fit(X, bad, qid=qid)
 
 
 @pytest.mark.parametrize("aggregate, make", [("gradient", lambda: gbrank.lambdarank(measure="err", hess_floor=0.0)),

@@ -350,8 +350,8 @@ class _Records:
     """A click loss noting, on whichever worker, its propensity estimate (module level: Dask
     may serialise the objective, and the copy must still write here)."""
 
-    def _bound_gradients(self, binding, scores):
-        out = super()._bound_gradients(binding, scores)
+    def _bound_gradients(self, binding, scores, init_score=None):
+        out = super()._bound_gradients(binding, scores, init_score)
         _RECORD.append((binding.propensity_, binding.n_rows))
         return out
 

@@ -296,6 +296,7 @@ def test_ranker_with_a_position_column_and_pickle(natural, engine):
                           learning_rate=0.2, max_depth=3, n_jobs=1)
     model.fit(frame, clicks, position=pos)
     assert np.isfinite(model.propensity_[:5]).all() and model.propensity_[0] == 1.0
+    assert model.left_out_.shape == model.propensity_.shape and (model.propensity_[model.left_out_] == 1.0).all()
     features = frame.drop(columns="qid")
     restored = pickle.loads(pickle.dumps(model))
     np.testing.assert_array_equal(restored.predict(features), model.predict(features))

@@ -174,6 +174,14 @@ def test_eval_sets_record_gbrank_ndcg(engine, split):
     assert history["gbrank-ndcg@3"][-1] == pytest.approx(ndcg(valid.y, final, valid.group, k=3), abs=1e-6)
 
 
+def test_eval_sets_take_the_dataset_parameters_of_the_training_set(split):
+    # LightGBM refuses a validation Dataset built with other min_data_in_leaf than training's
+    train, valid, _ = split
+    model = Ranker(gbrank.listnet(), engine="lightgbm", n_estimators=3, params={"min_data_in_leaf": 5})
+    model.fit(train.X, train.y, group=train.group, eval_set=[(valid.X, valid.y)], eval_group=[valid.group])
+    assert len(model.evals_result_["valid_0"]["gbrank-ndcg@10"]) == 3
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_early_stopping_watches_the_first_cutoff_on_the_last_eval_set(engine, split):
     train, valid, _ = split

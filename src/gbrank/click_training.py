@@ -631,7 +631,13 @@ class ClickFit:
     propensity_ : ndarray or None
         The propensities the model ends with: the refit's estimate (the held-out fit's at
         ``best_rounds`` without refit), or the known ones; None with cascade targets (whose
-        examinations are per session, not per position).
+        examinations are per session, not per position). At the positions of ``left_out_``
+        it is 1, a value nothing read.
+    left_out_ : ndarray of bool or None
+        Of positions 1..K of ``propensity_``, those whose rows took no part in training (found
+        never examined below a fold, or saturated for :func:`gbrank.pbm_cloglog`): give
+        their rows position -1 wherever ``propensity_`` is used as known propensities. None
+        with cascade targets.
     held_out_queries : ndarray of int
         The held-out queries' indices (among all the queries given).
     refitted : bool
@@ -673,6 +679,7 @@ class ClickFit:
     params: dict
     propensity_fit: PropensityFit | None = None
     held_out_gain: tuple[float, float] | None = None
+    left_out_: np.ndarray | None = None
 
     def predict(self, X) -> np.ndarray:
         """Scores (float64) of the rows of ``X`` from the chosen rounds; higher ranks first."""
@@ -1055,17 +1062,19 @@ def fit_clicks(
     objective, booster, metric, curve, best, per_query, _ = fits[int(np.argmin(selection))]
     gain = None if cascade else _held_out_gain(per_query, clicks[rows], held_offsets, position[rows], best)
 
-    theta = None
+    theta = left_out = None
     if refit:
         booster, dtrain = _train(engine, params, X, labels, sizes, objective, None if cascade else position, best,
                                  n_positions)
         if objective.mode == "estimate":
-            theta = objective.binding(dtrain).propensity_
+            theta, left_out = objective.binding(dtrain).propensity_, objective.binding(dtrain).left_out_
     elif objective.mode == "estimate":
-        theta = metric.propensity[best - 1]
+        theta, left_out = metric.propensity[best - 1], metric._left_out.copy()
     if objective.mode == "known":
         theta = np.asarray(objective.propensity, dtype=np.float64)
+        left_out = settled.left_out_ if settled is not None else np.zeros(theta.size, dtype=bool)
     return ClickFit(booster=booster, engine=engine, objective=objective, best_rounds=best, curve=curve,
                     temperature=np.asarray(metric.temperature), propensity_=theta,
                     held_out_queries=queries[held_queries], refitted=refit, candidates=tuple(candidates),
-                    selection=selection, params=dict(params), propensity_fit=settled, held_out_gain=gain)
+                    selection=selection, params=dict(params), propensity_fit=settled, held_out_gain=gain,
+                    left_out_=left_out)

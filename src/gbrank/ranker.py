@@ -124,7 +124,13 @@ class Ranker(BaseEstimator):
         stopping, otherwise every round trained.
     propensity_ : ndarray
         The propensity estimate of this fit's training set, positions 1..K relative to
-        position 1: set only by a click objective with ``propensity="estimate"``.
+        position 1: set only by a click objective with ``propensity="estimate"``. It is the
+        estimate after the last round trained, which under early stopping can be past
+        ``best_iteration_`` (:func:`gbrank.fit_clicks` keeps the chosen round's).
+    left_out_ : ndarray of bool
+        Set with ``propensity_``: of its positions, those whose rows took no part in
+        training (never examined below a fold; saturated for :func:`gbrank.pbm_cloglog`),
+        where ``propensity_`` is 1, a value nothing read.
     gain_ : str or ndarray
         The gain evaluation uses (see ``gain``).
     evals_result_ : dict
@@ -336,9 +342,12 @@ class Ranker(BaseEstimator):
         )
         self.objective_ = objective
         if getattr(objective, "mode", None) == "estimate":
-            self.propensity_ = objective.binding(dtrain).propensity_
-        elif hasattr(self, "propensity_"):
-            del self.propensity_
+            binding = objective.binding(dtrain)
+            self.propensity_, self.left_out_ = binding.propensity_, binding.left_out_
+        else:
+            for name in ("propensity_", "left_out_"):
+                if hasattr(self, name):
+                    delattr(self, name)
         self.booster_ = _best_rounds_only(booster, best)
         self.best_iteration_ = best
         self.evals_result_ = evals_result
@@ -545,6 +554,11 @@ def _label_columns(y, objective):
             f"y has {values.shape[1]} label columns: train on several labels with objective="
             "gbrank.multi_label(objective, weights=...), or pass one label column"
         )
+    from ._validation import check_labels
+
+    # in the caller's row order, before the rows are grouped by query (the first column is y's)
+    for j in range(1, values.shape[1]):
+        check_labels(values[:, j], name=f"y[:, {j}]")
     return values[:, 0], values
 
 
@@ -647,7 +661,7 @@ def _fit_lightgbm(*, params, categorical, objective, data, evals, names, metrics
         objective, position = with_position(objective, position), None
     dtrain = engine.dataset(X, y, sizes, weight=weight, position=position, params=params,
                             categorical_feature=categorical)
-    valid = [engine.dataset(Xe, ye, ge, reference=dtrain) for Xe, ye, ge in evals]
+    valid = [engine.dataset(Xe, ye, ge, reference=dtrain, params=params) for Xe, ye, ge in evals]
     feval = metrics.lightgbm if metrics else None
     return (*engine.train(params, dtrain, objective, valid=valid, valid_names=names, feval=feval, **training), dtrain)
 

@@ -13,8 +13,12 @@ reason and fix:
   objective named on its own runs on any labels, as its factory allows; the groups leave it
   out of graded data;
 - a multi-label method (``multi_label``) trains on every label column of a table: it needs
-  a data set with several (``label``, ``label_click``, ...), and its weights and floors must
-  match their number (checked by building the objective on the columns' count).
+  a data set with several (``label``, ``label_click``, ...), its weights and floors must
+  match their number (checked by building the objective on the columns' count), and the
+  objective must take every column's labels (checked by binding it to them: an exponential
+  gain refuses fractional labels);
+- a method whose ``max_label`` (a calibrated objective's, ERR's) is below the data set's
+  largest label, which its objective would refuse in the folds that hold one.
 
 A method asked for through a group (``all``, ``default``, ``builtins``) that does not fit a
 data set is left out of that data set with one line saying so. A method named on its own
@@ -87,13 +91,20 @@ def _labels_named(label_column: str | None) -> str:
 
 
 def label_problem(method: Method, gain, labels: np.ndarray, label_column: str | None = None,
-                  label_names: tuple = ()) -> Problem | None:
+                  label_names: tuple = (), label_table: np.ndarray | None = None) -> Problem | None:
     """Why ``method`` cannot train on these labels under ``gain`` (a resolved
     :class:`~gbrank.bench.train.LabelGain`), or None; see the module notes. The click
     objectives' problem is returned only for a method from a group. ``label_names`` are the
-    data set's label columns when it has several."""
+    data set's label columns when it has several, ``label_table`` their values."""
     if method.multi_label:
-        return _multi_label_problem(method, label_names)
+        return _multi_label_problem(method, gain, label_names, label_table)
+    top = method.settings().get("max_label")
+    if top is not None and labels.size and labels.max() > top:
+        return Problem(
+            f"it reads label / max_label as a probability, and {_labels_named(label_column)} goes up to "
+            f"{labels.max():.6g}, above max_label={top:g}",
+            f"raise max_label to at least {labels.max():.6g}, or leave it out for the data set's largest label",
+        )
     if method.builtin and method.engine == "lightgbm" and gain.gain == "linear":
         if not gain.integer:
             return Problem(
@@ -126,7 +137,7 @@ def label_problem(method: Method, gain, labels: np.ndarray, label_column: str | 
     return None
 
 
-def _multi_label_problem(method: Method, label_names: tuple) -> Problem | None:
+def _multi_label_problem(method: Method, gain, label_names: tuple, label_table: np.ndarray | None) -> Problem | None:
     if len(label_names) < 2:
         return Problem(
             "a multi-label method trains on several label columns, and this data set has one",
@@ -139,6 +150,15 @@ def _multi_label_problem(method: Method, label_names: tuple) -> Problem | None:
         return Problem(f"its settings do not fit the {len(label_names)} label columns "
                        f"({', '.join(label_names)}): {exc}", "give one weight per label column and one floor per "
                        "label column after the first")
+    if label_table is None:
+        return None
+    try:
+        # the objective's own checks of every label column, on all the rows as one query
+        method.build(0, gain=gain.gain, labels=label_table).bind(label_table[:, 0], [label_table.shape[0]])
+    except (TypeError, ValueError) as exc:
+        return Problem(f"it cannot train on the label columns ({', '.join(label_names)}): {exc}",
+                       "give settings that take these labels, e.g. objective_args={'gain': 'linear'} for fractional "
+                       "labels, and gain=linear for the floors of aggregate=constrained")
     return None
 
 

@@ -101,6 +101,9 @@ class Fold:
     ``label_names`` and ``labels`` are set for a table with several label columns: the
     columns' names (the label column first) and, for the train, valid and test parts, the
     label columns of their rows, shape ``(n_rows, n_labels)`` (``None`` for a missing part).
+    ``all_labels`` holds the label columns of every row of the data set and its query
+    offsets, and ``train_queries`` the training part's queries among them: what a
+    multi-label objective reads of the whole data.
     """
 
     name: str
@@ -109,6 +112,8 @@ class Fold:
     test: RankingData
     label_names: tuple = ()
     labels: tuple = ()
+    train_queries: np.ndarray | None = None
+    all_labels: tuple = ()
 
 
 @dataclass
@@ -234,6 +239,7 @@ def cv_folds(data: RankingData, n_folds: int = 5, *, seed: int = 0) -> list[Fold
             Fold(
                 name=f"fold{i + 1}",
                 train=data.subset(np.sort(train)),
+                train_queries=np.sort(train),
                 valid=None if valid is None else data.subset(np.sort(valid)),
                 test=data.subset(np.sort(test)),
             )
@@ -250,7 +256,8 @@ def _cv_data(name: str, description: str, data: RankingData, n_folds: int, label
     if labels is not None:
         # the label columns ride as the features of a twin data set, cut by the same folds
         twins = cv_folds(RankingData(labels.table, data.y, group=data.group, qid=data.qid), n_folds)
-        folds = [replace(fold, label_names=labels.names,
+        offsets = np.concatenate(([0], np.cumsum(data.group)))
+        folds = [replace(fold, label_names=labels.names, all_labels=(labels.table, offsets),
                          labels=tuple(None if part is None else part.X for part in (twin.train, twin.valid, twin.test)))
                  for fold, twin in zip(folds, twins)]
         description += f"; label columns {', '.join(labels.names)}"

@@ -345,13 +345,16 @@ class Method:
         ``"linear"``) goes to the ``gain`` setting of the objective or estimator, or else to
         its ``target`` (ListNet, RankCosine: the same names), unless the name sets either.
         A multi-label method builds its objective so (``objective_args`` over the registry's
-        defaults) and binds it to ``labels``, the training rows' label columns.
+        defaults) and binds it to ``labels``, the training rows' label columns; ``gain`` is
+        also the gain of its floors (``aggregate="constrained"``) unless the name sets one.
         """
         if self.builtin:
             return self.objective
         if self.multi_label:
             settings = {k: v for k, v in self.kwargs.items() if k not in ("objective", "objective_args")}
             settings.setdefault("seed", seed)
+            if gain is not None:
+                settings.setdefault("gain", gain)
             return self.factory()(self.inner().build(seed, gain=gain), labels, **settings)
         factory = self.factory()
         kwargs = self.settings()
@@ -487,7 +490,7 @@ def _check_multi_label(kwargs: dict, spec: str, prefix: str) -> None:
     if not isinstance(kwargs.get("objective_args", {}), dict):
         raise ValueError(f"method {spec!r}: objective_args must be a dict of the objective's settings, "
                          "e.g. objective_args={'gain': 'linear'}")
-    allowed = {"objective", "objective_args", "aggregate", "weights", "floors", "k", "penalty", "seed"}
+    allowed = {"objective", "objective_args", "aggregate", "weights", "floors", "k", "penalty", "gain", "seed"}
     unknown = sorted(set(kwargs) - allowed)
     if unknown:
         raise ValueError(f"method {spec!r}: {MULTI_LABEL} takes no setting {unknown[0]!r}; its settings are "

@@ -177,7 +177,8 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
 
 _CALIBRATION_NOTE = (
     " Log loss and ECE (lower is better, bold the lowest): the test documents' mean log loss and expected "
-    "calibration error (10 bins) of the sigmoid of the score against label / largest label, for the methods "
+    "calibration error (10 bins) of the sigmoid of the score against label / max_label (the method's, by default "
+    "the data set's largest label, at least 1), for the methods "
     "whose scores are probabilities of relevance; — for the others, whose scores are not probabilities."
 )
 
@@ -220,11 +221,16 @@ def _dataset_table(summ: pd.DataFrame, sig: pd.DataFrame, dataset: str, methods:
     return markdown_table(header, rows)
 
 
-def _label_table(summ: pd.DataFrame, dataset: str, methods: list[str], names) -> str:
-    """Each method's test NDCG@10 on each label column (mean ± std over folds), the best bold."""
+def _label_table(summ: pd.DataFrame, dataset: str, methods: list[str], names) -> str | None:
+    """Each method's test NDCG@10 on each label column (mean ± std over folds), the best
+    bold; None where no method has them (every run failed or was refused)."""
     rows_by_method = summ[summ["dataset"] == dataset].set_index("method")
-    present = [m for m in methods if m in rows_by_method.index]
     keys = [f"ndcg@{LABEL_CUTOFF}"] + [label_figure(name) for name in names[1:]]
+    if any(f"{key}_mean" not in rows_by_method.columns for key in keys):
+        return None
+    present = [m for m in methods if m in rows_by_method.index]
+    if not present:
+        return None
     best = {key: rows_by_method.loc[present, f"{key}_mean"].max() for key in keys}
     rows = []
     for method in present:
@@ -385,10 +391,11 @@ def write_report(results: Results, out: str | Path, *, command: str | None = Non
                   "t interval; p: two-sided paired tests, raw and Holm-adjusted over the methods compared."
                   + (_CALIBRATION_NOTE if _calibrated(by_method, [m for m in methods if m in by_method.index]) else ""),
                   ""]
-        if dataset.get("label_names"):
+        labels = _label_table(summ, name, methods, dataset["label_names"]) if dataset.get("label_names") else None
+        if labels is not None:
             lines += [f"NDCG@{LABEL_CUTOFF} on each label column (test, mean ± std over folds; each column's "
                       "gain: " + ", ".join(f"{c} {g}" for c, g in dataset["label_gains"].items()) + "):", "",
-                      _label_table(summ, name, methods, dataset["label_names"]), ""]
+                      labels, ""]
         lines += ["NDCG@1..10 (test, mean over folds):", "", _ndcg_curve_table(summ, name, methods), ""]
         for png in plots.get(name, []):
             lines += [f"![{png}]({png})", ""]

@@ -361,7 +361,7 @@ def plan_benchmark(
     for dataset in datasets:
         for method in runnable:
             problem = label_problem(method, gains[dataset.name], dataset.labels(), dataset.label_column,
-                                    dataset.label_names)
+                                    dataset.label_names, dataset.label_columns())
             if problem is not None:
                 skipped.append({"dataset": dataset.name, "method": method.name, "reason": problem.reason,
                                 "fix": problem.fix, "named": method.group is None, "group": method.group})

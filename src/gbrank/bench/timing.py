@@ -9,10 +9,17 @@ __all__ = ["TimedMetric", "TimedObjective"]
 
 
 class TimedObjective:
-    """Calls a gbrank objective as ``f(preds, data)`` and adds up the seconds spent in it."""
+    """Calls a gbrank objective as ``f(preds, data)`` and adds up the seconds spent in it.
 
-    def __init__(self, objective) -> None:
+    ``statistics`` are those of the whole data set (:class:`gbrank.engines.Statistics`): a
+    fold's training part is a part of it, as an ``lgb.cv`` fold is of its full set, so a
+    statistic such as the label maximum is the data set's in every fold, as evaluation
+    takes it.
+    """
+
+    def __init__(self, objective, statistics=None) -> None:
         self.objective = objective
+        self.statistics = statistics
         self.seconds = 0.0
         self.calls = 0
 
@@ -21,8 +28,10 @@ class TimedObjective:
         return self
 
     def __call__(self, preds, data):
+        from ..engines import gradients
+
         start = time.perf_counter()
-        out = self.objective(preds, data)
+        out = gradients(self.objective, preds, data, statistics=self.statistics)
         self.seconds += time.perf_counter() - start
         self.calls += 1
         return out

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..datasets import RankingData
+from ..engines.statistics import Statistics
 from ..gains import resolve_gain
 from .checks import LABEL_TABLE_MAX, Refusal
 from .data import Fold
@@ -283,15 +284,20 @@ def fit_method(
 
 
 def _objective(method: Method, seed: int, gain: LabelGain, fold: Fold):
-    """A built-in objective's name, or the gbrank objective wrapped to time its calls (a
-    multi-label one bound to the label columns of the fold's training rows)."""
+    """A built-in objective's name, or the gbrank objective wrapped to time its calls, with
+    the statistics of the whole data set (a multi-label one on the label columns of the
+    fold's training rows, with each column's statistics of every row)."""
     if method.builtin:
         return method.objective
-    if method.multi_label and not fold.labels:
+    statistics = Statistics(label_max=gain.max_label)
+    if not method.multi_label:
+        return TimedObjective(method.build(seed, gain=gain.gain), statistics)
+    if not fold.labels:
         raise Refusal(f"{method.name} trains on several label columns, and this data set has one: give a table "
                       "with further label columns such as label_click beside label")
-    labels = fold.labels[0] if method.multi_label else None
-    return TimedObjective(method.build(seed, gain=gain.gain, labels=labels))
+    table, offsets = fold.all_labels
+    return TimedObjective(method.build(seed, gain=gain.gain, labels=table).part(fold.train_queries, offsets),
+                          statistics)
 
 
 def _engine_result(scores, evaluator: TimedMetric, objective, *, n_iterations: int, best: int, seconds: float) -> FitResult:

@@ -8,7 +8,7 @@ to an objective, and the engines are imported inside the functions that build or
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ContextManager
 
 import numpy as np
@@ -213,14 +213,14 @@ def reads_position(objective: Any) -> bool:
 
 
 def gradients(objective, preds, data=None, *, labels=None, sizes=None, weights=None, position=None,
-              statistics: Statistics | None = None):
+              statistics: Statistics | None = None, init_score=None):
     """``(grad, hess)`` of ``objective`` at ``preds``: the one path from an engine's call to
     the kernels.
 
     The fields are read from the engine's training set ``data`` (a ``lightgbm.Dataset`` or
     ``xgboost.DMatrix``; the positions too where the objective reads them and none are
-    given), or given (``labels``, ``sizes``, ``weights``: LightGBM's scikit-learn wrapper,
-    ``grad_hess``, a Dask worker). A gbrank objective finds its binding to them in
+    given), or given (``labels``, ``sizes``, ``weights``, ``init_score``: LightGBM's
+    scikit-learn wrapper, ``grad_hess``, a Dask worker). A gbrank objective finds its binding to them in
     :mod:`gbrank.engines.bindings` (bound anew where a field changed) and runs its kernels
     where :func:`kernel_threads` says; an objective of another package gets
     ``grad_hess(..., position=)`` when there are positions, else the engine's own call.
@@ -229,7 +229,7 @@ def gradients(objective, preds, data=None, *, labels=None, sizes=None, weights=N
 
     if labels is None:
         fields = read(data, position=position is None and reads_position(objective))
-        labels, sizes, weights = fields.labels, fields.sizes, fields.weights
+        labels, sizes, weights, init_score = fields.labels, fields.sizes, fields.weights, fields.init_score
         position = fields.position if position is None else position
         statistics = statistics or fields.statistics
     if getattr(objective, "bind", None) is None:
@@ -239,7 +239,7 @@ def gradients(objective, preds, data=None, *, labels=None, sizes=None, weights=N
     owner = data if data is not None else bindings.owner_of_labels(labels)
     binding = bindings.bound(objective, owner, labels, sizes, weights, position, statistics)
     with kernel_threads(data):
-        return binding.grad_hess(preds)
+        return binding.grad_hess(preds, init_score=init_score)
 
 
 class PositionedObjective:
@@ -266,13 +266,17 @@ class PositionedObjective:
 
         fields = read(data)
         n = fields.labels.size
+        statistics = self.statistics or fields.statistics
         if self.row_order:
             position = _positions.row_order(fields.sizes, asked=True)
         else:
             position = _positions.of_rows(self.position, data, n)
+            if statistics is None or statistics.n_positions is None:
+                # given for the whole training set: an lgb.cv fold's estimate spans its positions
+                statistics = replace(statistics or Statistics(), n_positions=max(int(self.position.max(initial=1)), 1))
         return gradients(self.objective, preds, data, labels=fields.labels, sizes=fields.sizes,
-                         weights=fields.weights, position=position,
-                         statistics=self.statistics or fields.statistics)
+                         weights=fields.weights, position=position, statistics=statistics,
+                         init_score=fields.init_score)
 
     def binding(self, data):
         """The objective's binding to the training set ``data`` (see

@@ -149,7 +149,13 @@ def of_rows(values: np.ndarray, data, n: int) -> np.ndarray:
     reference = getattr(data, "reference", None)
     if used is not None and reference is not None and reference.num_data() == values.size:
         return values[np.asarray(used, dtype=np.int64)]
-    raise ValueError(f"{values.size} positions for training data of {n} rows")
+    raise ValueError(
+        f"{values.size} positions for training data of {n} rows: give the positions of exactly its rows, in their "
+        "order. An xgb.cv fold is a part of the DMatrix that keeps no link to it, so gbrank cannot tell which "
+        "positions are its rows: cross-validate with lgb.cv, or with a loop over gbrank.engines.query_folds(sizes, "
+        "nfold=...) training each fold with xgb.train and with_position(objective, position[train_rows]); or "
+        "with_position(objective, 'row_order') where each query's rows are in display order"
+    )
 
 
 def row_order(sizes: np.ndarray, *, asked: bool = False) -> np.ndarray:

@@ -194,9 +194,9 @@ class RankingObjective:
         """The state of a new binding (the click objectives also take the positions)."""
         return self._prepare(self._label_check(labels, offsets), offsets, statistics)
 
-    def _bound_gradients(self, binding: Binding, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _bound_gradients(self, binding: Binding, scores: np.ndarray, init_score=None) -> tuple[np.ndarray, np.ndarray]:
         """``(grad, hess)`` of a binding at checked scores (the click objectives first
-        advance their propensity estimate)."""
+        advance their propensity estimate, telling a new training by ``init_score``)."""
         return self._finish(binding.state, scores, binding.weights)
 
     def _estimate(self, state: Any) -> np.ndarray:

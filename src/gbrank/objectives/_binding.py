@@ -96,10 +96,12 @@ class Binding:
                 return False
         return True
 
-    def grad_hess(self, scores) -> tuple[np.ndarray, np.ndarray]:
+    def grad_hess(self, scores, *, init_score=None) -> tuple[np.ndarray, np.ndarray]:
         """Gradient and hessian (float64, one per row) at ``scores``, after the sample weights,
-        ``hess_scale`` and ``hess_floor``."""
-        return self.objective._bound_gradients(self, check_scores(scores, self.n_rows, self.offsets))
+        ``hess_scale`` and ``hess_floor``. ``init_score``: the training set's initial scores
+        (LightGBM's ``init_score``, XGBoost's ``base_margin``), which ``scores`` include: a
+        training starts where the scores are these plus a constant per query."""
+        return self.objective._bound_gradients(self, check_scores(scores, self.n_rows, self.offsets), init_score)
 
     def loss(self, scores) -> float:
         """Sum over queries of the per-query loss at ``scores`` (sample weights do not enter)."""

@@ -277,11 +277,19 @@ class MultiLabel(RankingObjective):
             columns = self._mixed(offsets)[:, None]
         else:
             columns = self.labels
-        states = tuple(inner._prepare(inner._label_check(np.ascontiguousarray(column), offsets), offsets, own)
-                       for column, own in zip(columns.T, whole))
+        states = tuple(inner._prepare(self._column_check(column, j, offsets), offsets, own)
+                       for j, (column, own) in enumerate(zip(columns.T, whole)))
         return MultiLabelState(states, weights, offsets, self.labels,
                                query_keys(self.seed, np.ascontiguousarray(self.labels[:, 0]), offsets),
                                statistics.reduce if statistics is not None else None)
+
+    def _column_check(self, column, j: int, offsets) -> np.ndarray:
+        """The objective's check of one label column (of the mix), naming the column."""
+        try:
+            return self.objective._label_check(np.ascontiguousarray(column), offsets)
+        except ValueError as exc:
+            what = "the mixed label (aggregate='label')" if self.aggregate == "label" else f"label column {j}"
+            raise ValueError(f"{what}: {exc}") from None
 
     # ----------------------------------------------------------------- per iteration
     def _label_weights(self, state: MultiLabelState, scores) -> np.ndarray:

@@ -84,6 +84,7 @@ from .._validation import check_float, check_int
 from ..engines.statistics import Statistics, sum_over_workers
 from ..groups import varies_per_query
 from ._base import RankingObjective
+from ._binding import same_array
 from .propensity_models import check_propensity_model, fit_curve
 
 __all__ = ["ClickObjective", "OffsetClickObjective", "check_positions", "estimate_propensity"]
@@ -258,6 +259,8 @@ class _Fit:
         self.calls = 0
         self.initial = initial
         self.theta = initial.copy()
+        #: the training set's initial scores at the last start (None: zeros)
+        self.start = None
 
 
 def _check_propensity(propensity) -> np.ndarray | str | None:
@@ -426,7 +429,8 @@ class ClickObjective(RankingObjective):
             raise ValueError(
                 f"{self.factory}(propensity={'estimate' if self.mode == 'estimate' else '[...]'}) needs the "
                 "display position of every row and got none: bind them with "
-                "gbrank.engines.with_position(objective, position) (lgb.train, lgb.cv, xgb.train, xgb.cv), "
+                "gbrank.engines.with_position(objective, position) (lgb.train, lgb.cv, xgb.train; xgb.cv with "
+                "'row_order' only), "
                 "pass position= to gbrank.Ranker.fit or to grad_hess, or build the LightGBM Dataset with "
                 "gbrank.engines.lightgbm.dataset(..., position=) (LGBMRanker passes no positions to a "
                 "custom objective)"
@@ -435,8 +439,8 @@ class ClickObjective(RankingObjective):
         self._bind(state)
         return state
 
-    def _bound_gradients(self, binding, scores):
-        self._update(binding.state, scores)
+    def _bound_gradients(self, binding, scores, init_score=None):
+        self._update(binding.state, scores, init_score)
         return self._finish(binding.state, scores, binding.weights)
 
     def _label_check(self, y_true, offsets):
@@ -520,23 +524,29 @@ class ClickObjective(RankingObjective):
         return estimate_propensity(scores, state["clicks"], state["fit_position"], state["offsets"], n_positions,
                                    reduce=state["reduce"], fit_slope=self._fits_slope, model=self.propensity_model)
 
-    def _update(self, state, scores):
+    def _update(self, state, scores, init_score=None):
         """Advance the estimate of one training set by one boosting iteration.
 
-        The allreduces of a training on several workers run outside the lock: workers in
-        one process may share a binding.
+        A training starts where the scores are the training set's initial scores plus a
+        constant per query, those of the last start (a continued training's engine replaces
+        them, or adds its model's scores to them). The allreduces of a training on several
+        workers run outside the lock: workers in one process may share a binding.
         """
         if self.mode != "estimate":
             return
         fit = state["fit"]
-        starting = _scores_constant_per_query(scores, state["offsets"])
+        init = None if init_score is None else np.asarray(init_score, dtype=np.float64).reshape(-1)
+        starting = _scores_constant_per_query(scores if init is None else scores - init, state["offsets"]) and (
+            fit.calls == 0 or same_array(init, fit.start))
         if state["reduce"] is not None:
             # workers start afresh together, or not at all: their updates are allreduces
             starting = sum_over_workers(np.array([0.0 if starting else 1.0]), state["reduce"])[0] == 0
         with fit.lock:
             if starting:
-                # the engines start from a constant score: a new training starts afresh
+                # the engines start from a constant score (or the initial scores): a new
+                # training starts afresh
                 fit.calls = 0
+                fit.start = init
                 fit.theta = fit.initial.copy()
                 self._set_weights(state, fit.theta)
             t = fit.calls
