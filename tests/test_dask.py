@@ -449,6 +449,24 @@ def test_distributed_metrics_on_one_machine_are_the_plain_metrics(data):
     assert np.isnan(empty[0][1])
 
 
+def test_err_without_max_label_takes_the_largest_label_of_all_the_data():
+    # the top grade in one query: each partition's own maximum would rescale the other's ERR
+    frame = pd.DataFrame({"qid": [1, 1, 1, 2, 2, 2], "label": [4, 0, 1, 1, 0, 0],
+                          "score": [0.1, 0.9, 0.5, 0.9, 0.1, 0.5]})
+    one_machine = gbrank.metrics.err(frame.label, frame.score, [3, 3])
+    with dask.config.set(scheduler="synchronous"):
+        got = gdask.evaluate(dd.from_pandas(frame, npartitions=2, sort=False), "score", ["err", "err@2"])
+    assert got["err"] == pytest.approx(one_machine, rel=1e-12)
+    assert got["err@2"] == pytest.approx(gbrank.metrics.err(frame.label, frame.score, [3, 3], k=2), rel=1e-12)
+    metric = gdask.distributed_metrics("err")
+    halves = [metric.partial(frame.label[rows].to_numpy(), frame.score[rows].to_numpy(), [3], label_max=4)
+              for rows in (slice(0, 3), slice(3, 6))]
+    sums = sum(halves)
+    assert sums[0, 0] / sums[1, 0] == pytest.approx(one_machine, rel=1e-12)
+    with pytest.raises(ValueError, match="logloss is a mean over rows"):
+        gdask.distributed_metrics(["ndcg@10", "logloss"])
+
+
 # ----------------------------------------------------------------------------- frames read from files
 SOURCES = ["parquet", "parquet-arrow", "csv", "from_pandas", "repartitioned"]
 

@@ -363,6 +363,26 @@ def test_xgboost_groups_come_from_the_dmatrix():
     assert by_qid == by_group == [("gbrank-ndcg@5", ndcg(y, preds, sizes, 5))]
     with pytest.raises(ValueError, match="the DMatrix has no query groups"):
         metrics.xgboost(preds, xgb.DMatrix(X, y))
+    # XGBRanker calls eval_metric(y_true, y_pred): no groups reach it
+    with pytest.raises(TypeError, match="XGBRanker calls eval_metric.*xgb.train"):
+        xgb.XGBRanker(n_estimators=1, eval_metric=metrics.xgboost).fit(X, y, qid=qid, eval_set=[(X, y)],
+                                                                      eval_qid=[qid])
+
+
+def test_lightgbm_feval_refuses_folds_that_cut_queries():
+    # lgb.cv keeps queries whole only for lambdarank and rank_xendcg
+    lgb = pytest.importorskip("lightgbm")
+    X, y, sizes = synthetic(5, n_queries=20)
+    metrics = make_metrics(["ndcg@5"])
+    params = {"objective": "binary", "metric": "None", "verbose": -1, "num_threads": 1}
+    with pytest.raises(ValueError, match=r"keeps \d+ of the \d+ rows of query.*a ranking metric needs whole queries"):
+        lgb.cv(params, lgb.Dataset(X, (y > 0).astype(float), group=sizes), 2, nfold=3, feval=metrics.lightgbm)
+    # a mean over rows needs none; whole-query folds pass
+    lgb.cv(params, lgb.Dataset(X, (y > 0).astype(float), group=sizes), 2, nfold=3,
+           feval=make_metrics([("logloss", {"probability": True})]).lightgbm)
+    folds = lgb.cv({**params, "objective": "lambdarank"}, lgb.Dataset(X, y, group=sizes), 2, nfold=3,
+                   feval=metrics.lightgbm)
+    assert len(folds["valid gbrank-ndcg@5-mean"]) == 2
 
 
 # ---------------------------------------------------------------------------------------

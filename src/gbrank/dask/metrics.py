@@ -3,6 +3,8 @@ or worker, averaged over all queries."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
@@ -10,6 +12,8 @@ import pandas as pd
 from ..engines import xgboost as xgboost_engine
 from ..groups import qid_to_sizes
 from ..metrics import make_metrics
+from ..metrics.engine import EngineMetrics
+from ..metrics.err import err
 from .layout import require_frame
 
 __all__ = ["DistributedMetrics", "distributed_metrics", "evaluate"]
@@ -23,7 +27,9 @@ class DistributedMetrics:
     mean over queries, the value one machine would compute on all the data. (XGBoost then
     averages the workers' results, which are equal.) Queries excluded by
     ``no_relevant="exclude"`` count in neither sum. Outside a distributed run it is the
-    plain metric. Build it with :func:`distributed_metrics`.
+    plain metric. ERR without ``max_label`` takes the largest label of every worker's rows
+    (an allreduce), as one machine takes the largest of all. Build it with
+    :func:`distributed_metrics`.
 
     Parameters
     ----------
@@ -37,18 +43,22 @@ class DistributedMetrics:
     """
 
     def __init__(self, metrics):
+        _refuse_per_row(metrics)
         self.metrics = metrics
         self.names = metrics.names
 
     def __repr__(self) -> str:
         return f"DistributedMetrics({list(self.names)!r})"
 
-    def partial(self, y_true, y_pred, group) -> np.ndarray:
-        """``[[sum of per-query values], [number of queries]]`` per metric, on local data."""
+    def partial(self, y_true, y_pred, group, *, label_max: float | None = None) -> np.ndarray:
+        """``[[sum of per-query values], [number of queries]]`` per metric, on local data;
+        ``label_max``: the largest label of all the data, for ERR without ``max_label``
+        (default: of the local data)."""
         out = np.zeros((2, len(self.metrics.metrics)), dtype=np.float64)
         if len(y_true) == 0:
             return out
-        for j, spec in enumerate(self.metrics.metrics):
+        metrics = self.metrics if label_max is None else _with_label_max(self.metrics, label_max)
+        for j, spec in enumerate(metrics.metrics):
             values = spec.func(y_true, y_pred, group, spec.k, **spec.options, per_query=True)
             kept = values[~np.isnan(values)]
             out[0, j] = kept.sum()
@@ -60,9 +70,16 @@ class DistributedMetrics:
         from xgboost import collective
 
         labels = dmat.get_label()
+        label_max = None
+        if _needs_label_max(self.metrics):
+            label_max = np.array([labels.max(initial=0.0)], dtype=np.float64)
+            if collective.get_world_size() > 1:
+                # every worker joins, also one without rows of this eval set
+                label_max = collective.allreduce(label_max, collective.Op.MAX)
+            label_max = float(label_max[0])
         if labels.size:
             sizes = xgboost_engine.group_sizes(dmat, purpose="to evaluate ranking metrics")
-            partial = self.partial(labels, preds, sizes)
+            partial = self.partial(labels, preds, sizes, label_max=label_max)
         else:
             # A worker without rows of this eval set still joins the allreduce.
             partial = self.partial(labels, preds, None)
@@ -75,6 +92,28 @@ class DistributedMetrics:
     def early_stopping(self, rounds: int, *, data_name: str | None = None, metric_name: str | None = None):
         """An ``xgboost.callback.EarlyStopping`` that maximises ``metric_name`` (default: the first)."""
         return xgboost_engine.early_stopping(rounds, data_name=data_name, metric_name=metric_name or self.names[0])
+
+
+def _refuse_per_row(metrics: EngineMetrics) -> None:
+    per_row = [m.name for m in metrics.metrics if not m.per_query]
+    if per_row:
+        raise ValueError(
+            f"{per_row[0]} is a mean over rows, and gbrank.dask reduces means over queries: compute it with "
+            "gbrank.metrics.log_loss or expected_calibration_error on the gathered labels and scores"
+        )
+
+
+def _needs_label_max(metrics: EngineMetrics) -> bool:
+    """Whether a metric reads the largest label of the data (ERR without ``max_label``)."""
+    return any(m.func is err and m.options.get("max_label") is None for m in metrics.metrics)
+
+
+def _with_label_max(metrics: EngineMetrics, label_max: float) -> EngineMetrics:
+    """The metrics with ERR's ``max_label`` set to the largest label of all the data."""
+    if label_max <= 0:
+        return metrics  # every label 0: ERR is the same whatever the maximum
+    return EngineMetrics([replace(m, options={**m.options, "max_label": int(label_max)})
+                          if m.func is err and m.options.get("max_label") is None else m for m in metrics.metrics])
 
 
 def distributed_metrics(metrics="ndcg@10", **conventions) -> DistributedMetrics:
@@ -95,7 +134,9 @@ def evaluate(
     """Ranking metrics of distributed scores, exactly as on one machine.
 
     Every partition computes the per-query values of its queries; they are gathered (one
-    number per query and metric) and averaged over all queries.
+    number per query and metric) and averaged over all queries. ERR without ``max_label``
+    takes the largest label of the whole frame. The calibration metrics, means over rows,
+    are refused.
 
     Parameters
     ----------
@@ -126,6 +167,10 @@ def evaluate(
     """
     require_frame(df, qid_col)
     engine_metrics = make_metrics(metrics, prefix="", **conventions)
+    _refuse_per_row(engine_metrics)
+    if _needs_label_max(engine_metrics):
+        # one machine's ERR scales every query by the largest label of all of them
+        engine_metrics = _with_label_max(engine_metrics, float(df[label_col].max().compute()))
     meta = pd.DataFrame(
         {name: pd.Series(dtype=np.float64) for name in engine_metrics.names},
         index=pd.Index(df._meta[qid_col].to_numpy(), name=qid_col),

@@ -66,7 +66,9 @@ def check_params(params: dict | None, objective: Any = None) -> None:
         raise ValueError(_BAGGING_BY_QUERY)
 
 
-def _check_subset(data) -> None:
+def check_whole_queries(data, *, what: str = "a ranking loss", why: str = "for a callable objective") -> None:
+    """Refuse an ``lgb.cv`` fold (a subset of a Dataset) that cuts a query: ``what`` needs
+    whole queries, and lgb.cv splits rows ``why``."""
     used = getattr(data, "used_indices", None)
     reference = getattr(data, "reference", None)
     if used is None or reference is None:
@@ -82,8 +84,8 @@ def _check_subset(data) -> None:
         q = int(cut[0])
         raise ValueError(
             f"this Dataset is a subset that keeps {int(kept[q])} of the {int(full[q])} rows of "
-            f"query {q} ({cut.size} queries are cut): a ranking loss needs whole queries. "
-            "lgb.cv splits rows for a callable objective; pass "
+            f"query {q} ({cut.size} queries are cut): {what} needs whole queries. "
+            f"lgb.cv splits rows {why}; pass "
             "folds=gbrank.engines.query_folds(train_set, nfold=...) or an "
             "sklearn.model_selection.GroupKFold split by query"
         )
@@ -92,7 +94,7 @@ def _check_subset(data) -> None:
 def check(data) -> None:
     """Refuse a training ``Dataset`` whose parameters or rows a ranking objective cannot take."""
     check_params(getattr(data, "params", None))
-    _check_subset(data)
+    check_whole_queries(data)
 
 
 # LightGBM's names of num_threads: the main name, then its aliases

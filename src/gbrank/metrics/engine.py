@@ -25,8 +25,8 @@ higher-is-better, the calibration metrics (``logloss``, ``ece``) lower-is-better
 With the default conventions, ``ndcg@k`` and ``map@k`` equal LightGBM's built-in ones and
 XGBoost's ``ndcg@k`` and ``map@k``; ``(("precision@k", {"divide_by": "min_kn",
 "no_relevant": 0.0}))`` equals XGBoost's ``pre@k`` and ``no_relevant=0.0`` its ``@k-``
-variants. XGBoost's ``ndcg`` and ``map`` without a cut-off stop at rank 32; gbrank's take
-the whole list (use ``ndcg@32`` to match).
+variants. XGBoost's ``ndcg``, ``map`` and ``pre`` without a cut-off stop at rank 32;
+gbrank's take the whole list (use ``ndcg@32`` to match).
 
 Early stopping. LightGBM reads ``is_higher_better`` from the returned tuples. XGBoost
 guesses the direction from the metric name: it would *minimize* the ranking metrics' names
@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from .._validation import check_float, check_int
+from ..engines import lightgbm as lightgbm_engine
 from ..engines import xgboost as xgboost_engine
 from .average_precision import _check_options as _map_options
 from .average_precision import mean_average_precision
@@ -210,6 +211,9 @@ class EngineMetrics:
 
         Groups come from ``eval_data.get_group()``.
         """
+        if any(m.per_query for m in self.metrics):
+            lightgbm_engine.check_whole_queries(
+                eval_data, what="a ranking metric", why="for every objective but lambdarank and rank_xendcg")
         if eval_data.get_weight() is not None:
             _warn_weights("LightGBM")
         results = self.evaluate(eval_data.get_label(), preds, eval_data.get_group())
@@ -229,6 +233,12 @@ class EngineMetrics:
         so they follow any re-ordering XGBoost applied to the rows. The calibration metrics
         alone need none (a ``binary:logistic`` model's DMatrix has no groups).
         """
+        if not hasattr(dmat, "get_uint_info"):
+            raise TypeError(
+                f"{self!r}.xgboost is xgb.train's custom_metric(predt, dmatrix) and got {type(dmat).__name__}: "
+                "XGBRanker calls eval_metric(y_true, y_pred) without the query groups ranking metrics need; "
+                "train with xgb.train(custom_metric=...) or gbrank.Ranker(engine='xgboost') with eval_set"
+            )
         optional = not any(m.per_query for m in self.metrics)
         sizes = xgboost_engine.group_sizes(dmat, purpose="to evaluate ranking metrics", optional=optional)
         if dmat.get_weight().size:
