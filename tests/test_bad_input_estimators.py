@@ -142,8 +142,8 @@ def ndcg_boost_model(**kwargs):
 
 @pytest.mark.parametrize(
     "fit, error, message",
-    [(lambda m, X, y, g: m.fit(np.where(X > 1, np.nan, X), y, group=g), ValueError, r"Input contains NaN"),
-     (lambda m, X, y, g: m.fit(np.where(X > 1, np.inf, X), y, group=g), ValueError, r"Input contains infinity"),
+    [(lambda m, X, y, g: m.fit(np.where(X > 1, np.nan, X), y, group=g), ValueError, r"Input X contains NaN"),
+     (lambda m, X, y, g: m.fit(np.where(X > 1, np.inf, X), y, group=g), ValueError, r"Input X contains infinity"),
      (lambda m, X, y, g: m.fit(X, at_row6(y, np.nan), group=g), ValueError, r"y_true contains NaN at row 6 \(query 1\)"),
      (lambda m, X, y, g: m.fit(X, at_row6(y, -1), group=g), ValueError, r"y_true must be non-negative; y_true\[6\] = -1 at row 6 \(query 1\)"),
      (lambda m, X, y, g: m.fit(X, at_row6(y, 0.5), group=g), ValueError, r"must hold integers with gain='exp2'.*row 6 \(query 1\)"),
@@ -154,7 +154,7 @@ def ndcg_boost_model(**kwargs):
      (lambda m, X, y, g: m.fit(X, y, qid=np.arange(len(y)) % 2), ValueError, r"contiguous: qid 0 starts blocks at rows 0 and 2"),
      (lambda m, X, y, g: m.fit(X[:0], y[:0], group=[]), ValueError, r"Found array with 0 sample\(s\)"),
      (lambda m, X, y, g: m.fit(X, y[:-1], group=g), ValueError, r"y must be one-dimensional with \d+ entries"),
-     (lambda m, X, y, g: m.fit(X, y, group=g).predict(np.full((2, X.shape[1]), np.nan)), ValueError, r"Input contains NaN")],
+     (lambda m, X, y, g: m.fit(X, y, group=g).predict(np.full((2, X.shape[1]), np.nan)), ValueError, r"Input X contains NaN")],
     ids=["nan-feature", "inf-feature", "nan-label", "negative-label", "non-integer-label", "label-above-31",
          "no-groups", "group-sum", "zero-group", "non-contiguous-qid", "empty", "label-length", "nan-at-predict"],
 )

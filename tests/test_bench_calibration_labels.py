@@ -260,7 +260,8 @@ def test_malformed_multi_label_names(tmp_path, capsys, spec, message):
     assert message in err
 
 
-@pytest.mark.parametrize("figure, value", [("ndcg@10:label_click", "x"), ("logloss", "nan")])
+@pytest.mark.parametrize("figure, value", [("ndcg@10:label_click", "x"), ("logloss", "nan"),
+                                           ("ndcg@10:label_click", 1.5), ("logloss", -0.1), ("ece", 2.0)])
 def test_a_journal_with_a_bad_new_figure_is_refused_on_resume(tmp_path, capsys, figure, value):
     path, out = tmp_path / "t.csv", tmp_path / "r"
     _frame().to_csv(path, index=False)
@@ -274,4 +275,4 @@ def test_a_journal_with_a_bad_new_figure_is_refused_on_resume(tmp_path, capsys, 
     lines[1] = json.dumps(document)
     journal.write_text("\n".join(lines) + "\n")
     error = _cli_error([*options, "--resume", str(out)], capsys)
-    assert f"runs.jsonl: line 2 is not a journal line (its run's {figure} is not a number)" in error
+    assert f"runs.jsonl: line 2 is not a journal line (its run's {figure} is not a number" in error

@@ -107,6 +107,28 @@ def test_read_errors_name_the_file_and_the_fix(tmp_path, capsys):
         assert "check that the file is complete" in error
 
 
+def test_a_csv_is_read_by_its_header_whatever_a_line_ends_with(tmp_path, capsys):
+    # a delimiter at each line's end made pandas take the first column for an index and
+    # shift every column by one: the labels read as query ids, a feature as the labels
+    frame = _frame()
+    lines = frame.to_csv(index=False).splitlines()
+    (tmp_path / "trailing.csv").write_text("\n".join([lines[0]] + [line + "," for line in lines[1:]]) + "\n")
+    read = parse_data(f"table:{tmp_path / 'trailing.csv'}", folds=3)
+    assert read.fingerprint()["sha256"] == parse_data(frame, folds=3).fingerprint()["sha256"]
+    (tmp_path / "ragged.csv").write_text("\n".join([lines[0], lines[1] + ",7"] + lines[2:]) + "\n")
+    error = _cli_error(["--data", f"table:{tmp_path / 'ragged.csv'}", "--out", str(tmp_path / "r")], capsys)
+    assert "ragged.csv: cannot read it as a csv table" in error and "Length of header" in error
+
+
+def test_labels_beyond_float32_are_refused_before_training(tmp_path):
+    # both engines hold labels as float32: every run would fail
+    frame = _frame()
+    frame["label"] = frame["label"].astype(float)
+    frame.loc[2, "label"] = 1e308
+    with pytest.raises(ValueError, match=r"the label column 'label' of table goes up to 1e\+308, above 3.40282e\+38"):
+        plan_benchmark(frame, ["lgb:listnet"], folds=3, config=CONFIG)
+
+
 def test_labels_must_be_finite_and_not_negative(tmp_path):
     frame = _frame().astype({"label": float})
     frame.loc[7, "label"] = -1
@@ -187,6 +209,59 @@ def test_a_resume_refuses_a_table_whose_content_changed(tmp_path, capsys):
     assert "the data set 't.csv' has changed since its runs were made" in error and "sha256" in error
     _frame().to_csv(path, index=False)
     assert cli.main([*options, "--resume", str(out)]) == 0
+
+
+@pytest.mark.parametrize("edit", ["no datasets", "description only", "no fingerprint", "renamed"])
+def test_a_resume_refuses_runs_whose_data_it_cannot_check(tmp_path, capsys, edit):
+    """An edited settings line (no data sets, the description alone, no fingerprint, another
+    name) passed the data check, and the runs of other data were reported as this data's."""
+    path, out = tmp_path / "t.csv", tmp_path / "r"
+    _frame().to_csv(path, index=False)
+    options = ["--data", f"table:{path}", "--methods", "lgb:listmle", *FAST]
+    assert cli.main([*options, "--out", str(out)]) == 0
+    lines = (out / JOURNAL).read_text().splitlines()
+    settings = json.loads(lines[0])
+    entry = settings["settings"]["datasets"]["t.csv"]
+    edited = {"no datasets": {}, "description only": {"t.csv": entry["description"]},
+              "no fingerprint": {"t.csv": {"description": entry["description"]}}, "renamed": {"other": entry}}[edit]
+    settings["settings"]["datasets"] = edited
+    (out / JOURNAL).write_text("\n".join([json.dumps(settings), *lines[1:]]) + "\n")
+    error = _cli_error([*options, "--resume", str(out)], capsys)
+    assert "its runs on 't.csv' have no fingerprint of their data" in error
+
+
+def test_a_report_directory_with_a_link_is_refused(tmp_path, capsys):
+    # the harness would write through it to a file outside the directory
+    out, victim = tmp_path / "r", tmp_path / "victim.txt"
+    options = ["--data", SYNTHETIC, "--methods", "lgb:listmle", *FAST]
+    assert cli.main([*options, "--out", str(out)]) == 0
+    victim.write_text("keep")
+    (out / "summary.csv").unlink()
+    (out / "summary.csv").symlink_to(victim)
+    error = _cli_error([*options, "--resume", str(out)], capsys)
+    assert "summary.csv is a link or a special file" in error and victim.read_text() == "keep"
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / "runs.jsonl").symlink_to(victim)
+    error = _cli_error([*options, "--out", str(fresh), "--force"], capsys)
+    assert "runs.jsonl is a link or a special file" in error and victim.read_text() == "keep"
+
+
+def test_a_journal_with_two_records_of_one_run_or_a_short_per_query_is_refused(tmp_path, capsys):
+    out = tmp_path / "r"
+    options = ["--data", SYNTHETIC, "--methods", "lgb:listmle", *FAST]
+    assert cli.main([*options, "--out", str(out)]) == 0
+    lines = (out / JOURNAL).read_text().splitlines()
+    other = json.loads(lines[1])
+    other["run"]["ndcg@10"] = 0.123456
+    (out / JOURNAL).write_text("\n".join([*lines, json.dumps(other)]) + "\n")
+    error = _cli_error([*options, "--resume", str(out)], capsys)
+    assert f"lines 2 and {len(lines) + 1} hold different records of the same run" in error
+    short = json.loads(lines[1])
+    short["per_query"] = {name: values[:2] for name, values in short["per_query"].items()}
+    (out / JOURNAL).write_text("\n".join([lines[0], json.dumps(short), *lines[2:]]) + "\n")
+    error = _cli_error([*options, "--resume", str(out)], capsys)
+    assert "line 2 is not a journal line (its per_query holds 2 queries, its run" in error
 
 
 @pytest.mark.parametrize(

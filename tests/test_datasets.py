@@ -16,6 +16,7 @@ from gbrank.datasets import (
     make_ranking,
     split_queries,
 )
+from gbrank.datasets.letor import fold_directories
 
 # ---------------------------------------------------------------------------------------
 # Real data: counts from the data README's tables
@@ -295,9 +296,27 @@ def test_qid_on_some_lines_only(tmp_path):
 
 def test_non_contiguous_qid(tmp_path):
     lines = GOOD_LINES + ["1 qid:1 1:0.1 2:0.2 3:0.3"]
-    message = r"split\.txt: .*contiguous: qid \S*1\S* starts blocks at rows 0 and 3"
+    message = r"split\.txt: the lines of qid 1 are not together: line 1 starts them and line 5 resumes them"
     with pytest.raises(ValueError, match=message):
         load_letor(write(tmp_path / "split.txt", "\n".join(lines) + "\n"))
+
+
+@pytest.mark.parametrize("line, message", [
+    # a 40-byte file asking for a dense matrix of 2 x 2*10**7 values
+    ("1 qid:1 1:0.5 20000000:1", r"line 1: feature index 20000000 makes a dense matrix of 2 x 20000000 values"),
+    ("1 qid:1 1:0.5 1000000000000:1", r"line 1: value too large to convert to int"),
+    ("1 qid:99999999999999999999 1:0.5", r"line 1: Python int too large"),
+])
+def test_a_line_no_engine_could_take_is_named(tmp_path, line, message):
+    with pytest.raises(ValueError, match=r"crafted\.txt: " + message):
+        load_letor(write(tmp_path / "crafted.txt", line + "\n0 qid:1 1:0.2\n"))
+
+
+def test_two_directories_of_one_fold_are_refused(tmp_path):
+    for name in ("Fold01", "Fold1", "Fold2"):
+        (tmp_path / name).mkdir()
+    with pytest.raises(ValueError, match=r"Fold01 and Fold1 are both fold 1: keep one"):
+        fold_directories(tmp_path)
 
 
 def test_labels_are_read_as_written(tmp_path):

@@ -49,6 +49,8 @@ def test_qid_may_be_unsorted_but_must_be_contiguous():
         ([[2, 3]], 5, "one-dimensional"),
         (None, 5, "query groups are required"),
         ([np.nan, 5], 5, "NaN"),
+        # sizes whose sum wraps around int64 to the row count (it crashed the process)
+        ([2**63 - 1, 2**63 - 1, 5], 3, "group size 9223372036854775807 of query 0 is more than the 3 rows"),
     ],
 )
 def test_check_group_messages(group, n_rows, message):

@@ -289,6 +289,22 @@ def test_save_load_round_trip(tmp_path):
         NDCGBoost.from_dict({"format": "other"})
 
 
+def test_a_dataframes_columns_are_kept_and_checked(tmp_path):
+    # as Ranker: reordered columns would be read by position, a silently wrong score
+    pd = pytest.importorskip("pandas")
+    X, y, sizes = synthetic(seed=10)
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    model = NDCGBoost(n_estimators=10).fit(frame, y, group=sizes, eval_at=())
+    assert list(model.feature_names_in_) == list(frame.columns)
+    with pytest.raises(ValueError, match="feature names should match"):
+        model.predict(frame[frame.columns[::-1]])
+    model.save_model(tmp_path / "model.json")
+    loaded = NDCGBoost.load_model(tmp_path / "model.json")
+    assert list(loaded.feature_names_in_) == list(frame.columns)
+    np.testing.assert_array_equal(loaded.predict(frame), model.predict(frame))
+    assert not hasattr(NDCGBoost(n_estimators=2).fit(X, y, group=sizes, eval_at=()), "feature_names_in_")
+
+
 def test_get_set_params_and_clone():
     model = NDCGBoost(n_estimators=7, sample=True, random_state=3)
     assert model.get_params() == {"n_estimators": 7, "sample": True, "max_alpha": 10.0, "gain": "exp2", "random_state": 3}

@@ -311,6 +311,12 @@ def test_xgboost_weights_are_per_query_lightgbm_per_row(data):
     with pytest.raises(ValueError, match="rows of a query must share one weight"):
         Ranker(engine="xgboost", **FAST).fit(data.X, data.y, group=data.group, sample_weight=per_row)
     Ranker(engine="lightgbm", **FAST).fit(data.X, data.y, group=data.group, sample_weight=per_row)
+    # with interleaved query ids the error names the caller's rows, not the grouped ones
+    qid = np.array([200, 100] * 4)
+    weight = np.ones(8)
+    weight[7] = 3.0
+    with pytest.raises(ValueError, match="but rows 1 and 7 of one query have 1 and 3"):
+        Ranker(engine="xgboost", **FAST).fit(data.X[:8], np.arange(8) % 3, qid=qid, sample_weight=weight)
 
 
 def test_lightgbm_without_a_usable_feature_says_so():

@@ -145,7 +145,12 @@ def check_group(group, n_rows: int) -> np.ndarray:
             "query groups are required: pass group sizes (group=[n1, n2, ...]) or qid, "
             "or set them on the Dataset/DMatrix"
         )
-    offsets = sizes_to_offsets(group)
+    sizes = _as_1d_int(group, "group")
+    if sizes.size and sizes.max() > n_rows:
+        # checked before the sums, which would wrap around int64 and pass
+        q = int(np.argmax(sizes))
+        raise ValueError(f"group size {int(sizes[q])} of query {q} is more than the {n_rows} rows")
+    offsets = sizes_to_offsets(sizes)
     if offsets[-1] != n_rows:
         raise ValueError(
             f"group sizes sum to {int(offsets[-1])} but there are {n_rows} rows"

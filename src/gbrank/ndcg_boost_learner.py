@@ -42,6 +42,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from ._parallel import over_queries
+from ._sklearn_compat import validate_data
 from .gains import gain_values
 from .groups import check_group, group_offsets
 from .objectives.ndcg_boost import prepare_queries, run_pass, step_sums
@@ -207,6 +208,9 @@ class NDCGBoost(BaseEstimator):
     Attributes
     ----------
     n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        The column names of a DataFrame given to :meth:`fit` (only then); :meth:`predict`
+        refuses a DataFrame whose columns differ.
     n_estimators_ : int
         Number of stumps kept (fewer than ``n_estimators`` after early stopping, or when no
         stump separates any weighted pair).
@@ -260,15 +264,8 @@ class NDCGBoost(BaseEstimator):
             raise ValueError(f"sample must be True or False, got {self.sample!r}")
 
     def _check_X(self, X, *, reset: bool) -> np.ndarray:
-        X = check_array(X, dtype=np.float64, order="C", estimator=self)
-        if reset:
-            self.n_features_in_ = X.shape[1]
-        elif X.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
-                f"{self.n_features_in_} features as input."
-            )
-        return X
+        # as Ranker: a DataFrame's column names are kept at fit and checked at predict
+        return validate_data(self, X, reset=reset, dtype=np.float64, order="C")
 
     def fit(
         self,
@@ -465,6 +462,8 @@ class NDCGBoost(BaseEstimator):
             "version": _FORMAT_VERSION,
             "params": params,
             "n_features_in": int(self.n_features_in_),
+            **({"feature_names_in": [str(c) for c in self.feature_names_in_]}
+               if hasattr(self, "feature_names_in_") else {}),
             "initial_M": self.initial_M_,
             "best_iteration": self.best_iteration_,
             "stumps": [
@@ -487,6 +486,8 @@ class NDCGBoost(BaseEstimator):
             raise ValueError(f"unsupported {_FORMAT} model version {doc.get('version')!r} (this gbrank reads {_FORMAT_VERSION})")
         model = cls(**doc["params"])
         model.n_features_in_ = int(doc["n_features_in"])
+        if "feature_names_in" in doc:
+            model.feature_names_in_ = np.asarray(doc["feature_names_in"], dtype=object)
         model.initial_M_ = float(doc["initial_M"])
         model.best_iteration_ = doc["best_iteration"]
         stumps = []

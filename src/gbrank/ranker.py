@@ -24,6 +24,7 @@ from ._sklearn_compat import check_array, validate_data
 from ._validation import check_labels, check_weights
 from .engines import BUILTIN_OBJECTIVES, is_builtin, positions, uses_position, with_position
 from .engines import predict as engine_predict
+from .engines import xgboost as xgboost_engine
 from .engines._common import FRONT_END_PARAMS, refuse_params
 from .gains import resolve_gain
 from .groups import check_group
@@ -307,6 +308,9 @@ class Ranker(BaseEstimator):
         if columns is not None:
             objective = objective.with_labels(rows.group(columns))
         weight = rows.group(check_weights(sample_weight, y.shape[0], name="sample_weight"))
+        if engine == "xgboost" and weight is not None and rows.order is not None:
+            # refused in the caller's rows, before XGBoost's adapter names grouped ones
+            xgboost_engine.query_weights(weight, rows.sizes, input_rows=rows.order)
         if weight is not None and not weight.sum() > 0:
             raise ValueError("sample_weight is zero for every row: there is nothing to fit")
         position = rows.group(_check_position(position, y.shape[0], engine, objective))

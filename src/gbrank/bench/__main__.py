@@ -18,7 +18,7 @@ from ..datasets import make_ranking
 from .data import _NAME, _SYNTHETIC_ALIASES, DEFAULT_SYNTHETIC, parse_data
 from .evaluate import CONVENTIONS, GAINS
 from .methods import all_method_names, default_method_names, describe, group_names, method_objective, parse_methods
-from .journal import JOURNAL, RUN_LOG, read_journal, resumable
+from .journal import JOURNAL, RUN_LOG, read_journal, refuse_links, resumable
 from .report import new_report_dir, partial_note, write_report
 from .checks import LABEL_TABLE_MAX, OBJECTIVE_BUDGET_SECONDS
 from .run import (
@@ -266,6 +266,10 @@ def _check_out(out: Path, force: bool) -> str | None:
         return f"{out} exists and is not a directory"
     if out.is_dir() and any(out.iterdir()) and not force:
         return f"{out} exists and is not an empty directory (use --force to write into it)"
+    try:
+        refuse_links(out)
+    except ValueError as exc:
+        return str(exc)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

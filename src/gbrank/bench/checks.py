@@ -59,6 +59,7 @@ __all__ = [
     "estimate_work",
     "gain_problem",
     "label_problem",
+    "label_range_problem",
 ]
 
 #: The largest label LightGBM's built-ins take here: their gain table has an entry per label.
@@ -160,6 +161,15 @@ def _multi_label_problem(method: Method, gain, label_names: tuple, label_table: 
                        "give settings that take these labels, e.g. objective_args={'gain': 'linear'} for fractional "
                        "labels, and gain=linear for the floors of aggregate=constrained")
     return None
+
+
+def label_range_problem(labels: np.ndarray, dataset: str, label_column: str | None = None) -> str | None:
+    """Why no engine can hold these labels (above float32's largest value), or None."""
+    top = np.finfo(np.float32).max
+    if labels.size == 0 or not labels.max() > top:
+        return None
+    return (f"{_labels_named(label_column)} of {dataset} goes up to {labels.max():.6g}, above {top:.6g}, the largest "
+            "label LightGBM and XGBoost hold (float32): rescale the labels")
 
 
 def gain_problem(requested: str, labels: np.ndarray, dataset: str, label_column: str | None = None) -> str | None:

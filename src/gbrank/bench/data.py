@@ -372,7 +372,7 @@ def _read_table(path: Path, *, allow_pickle: bool = False):
     readers = {
         ".parquet": pd.read_parquet, ".pq": pd.read_parquet, ".feather": pd.read_feather,
         ".pkl": pd.read_pickle, ".pickle": pd.read_pickle,
-        ".csv": pd.read_csv, ".tsv": lambda p: pd.read_csv(p, sep="\t"),
+        ".csv": lambda p: _read_csv(p, ","), ".tsv": lambda p: _read_csv(p, "\t"),
     }
     if suffix not in readers:
         raise ValueError(f"{path}: unknown table format; use one of {', '.join(_TABLE_SUFFIXES)}")
@@ -395,6 +395,20 @@ def _read_table(path: Path, *, allow_pickle: bool = False):
                 "the repeats as other columns, such as 'label.1'): rename or remove the repeated columns"
             )
     return frame
+
+
+def _read_csv(path: Path, sep: str):
+    """A CSV table whose first column is never taken for an index: pandas would take it so,
+    shifting every column by one, where the rows have one field more than the header (a
+    delimiter at each line's end, or a value too many); a row with more values than the
+    header is an error, not a loss of data."""
+    import warnings
+
+    import pandas as pd
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pd.errors.ParserWarning)
+        return pd.read_csv(path, sep=sep, index_col=False)
 
 
 def _csv_header(path: Path, sep: str) -> list[str]:

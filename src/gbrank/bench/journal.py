@@ -27,6 +27,7 @@ import csv
 import json
 import math
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,15 +86,18 @@ _FIX = ("remove that line to train its run again, or run the benchmark anew into
         "(without --resume)")
 
 
-def _is_number(value, *, integer: bool = False, optional: bool = False) -> bool:
+def _is_number(value, *, integer: bool = False, optional: bool = False, low: float | None = None,
+               high: float | None = None) -> bool:
     if value is None:
         return optional
     if isinstance(value, bool):
         return False
     if integer:
-        return isinstance(value, int) and abs(value) < 2**63
-    # a journal holds float64 figures and int64 counts: anything outside is not one it wrote
-    return (isinstance(value, int) and abs(value) < 2**63) or (isinstance(value, float) and math.isfinite(value))
+        number = isinstance(value, int) and abs(value) < 2**63
+    else:
+        # a journal holds float64 figures and int64 counts: anything outside is not one it wrote
+        number = (isinstance(value, int) and abs(value) < 2**63) or (isinstance(value, float) and math.isfinite(value))
+    return number and (low is None or value >= low) and (high is None or value <= high)
 
 
 def _numbers(values: list) -> bool:
@@ -142,18 +146,19 @@ def _run_problem(document) -> str | None:
         return None if isinstance(run.get("error"), str) else "its failed run has no error"
     if run.get("status") != "ok":
         return f"its run's status is {run.get('status')!r}, neither 'ok' nor 'failed'"
-    for figure in RANKING_FIGURES:
-        if not _is_number(run.get(figure)):
-            return f"its run's {figure} is not a number"
+    # every figure within the range the harness can write: a ranking figure and the ECE in
+    # [0, 1], the log loss and every time or count at least 0
+    for figure in (*RANKING_FIGURES, *(k for k in run if isinstance(k, str) and k.startswith(label_figure("")))):
+        if not _is_number(run.get(figure), low=0.0, high=1.0):
+            return f"its run's {figure} is not a number in [0, 1]"
     for figure in CALIBRATION_FIGURES:
-        if not _is_number(run.get(figure), optional=True):
-            return f"its run's {figure} is not a number"
-    for figure in (k for k in run if isinstance(k, str) and k.startswith(label_figure(""))):
-        if not _is_number(run[figure]):
-            return f"its run's {figure} is not a number"
+        if not _is_number(run.get(figure), optional=True, low=0.0, high=1.0 if figure == "ece" else None):
+            return f"its run's {figure} is not a number of its range"
     for time in TIMES:
-        if not _is_number(run.get(time), integer=time in ("n_iterations", "best_iteration"), optional=True):
-            return f"its run's {time} is not a number"
+        if not _is_number(run.get(time), integer=time in ("n_iterations", "best_iteration"), optional=True, low=0.0):
+            return f"its run's {time} is not a number >= 0"
+    if not _is_number(run.get("n_test_queries"), integer=True, low=1.0):
+        return "its run's n_test_queries is not a count of queries"
     curve = run.get("valid_curve")
     if curve is not None and not (isinstance(curve, list) and all(_is_number(v) for v in curve)):
         return "its run's valid_curve is not a list of numbers"
@@ -163,9 +168,27 @@ def _run_problem(document) -> str | None:
             return f"its {name}: {problem}"
         if not all(_numbers(document[name][c]) for c in required if c != "qid"):
             return f"its {name}: a value is not a number"
-    tuning = document.get("tuning")
-    if tuning is not None and not isinstance(tuning, dict):
-        return "its tuning is not an object"
+    if len(document["per_query"]["qid"]) != run["n_test_queries"]:
+        return f"its per_query holds {len(document['per_query']['qid'])} queries, its run {run['n_test_queries']}"
+    return _tuning_problem(document.get("tuning"), run)
+
+
+def _tuning_problem(tuning, run: dict) -> str | None:
+    """What makes a run's ``tuning`` other than the search the harness records, or None."""
+    if tuning is None:
+        return None
+    if not isinstance(tuning, dict) or any(tuning.get(k) != run[k] for k in RUN_KEY):
+        return "its tuning is not the search of its run"
+    trials = tuning.get("trials")
+    if not isinstance(tuning.get("params"), dict) or not isinstance(trials, list) or not trials:
+        return "its tuning has no params or trials"
+    for trial in trials:
+        if not (isinstance(trial, dict) and isinstance(trial.get("state"), str) and isinstance(trial.get("params"), dict)
+                and _is_number(trial.get("value"), optional=True) and _is_number(trial.get("trial"), integer=True)
+                and _is_number(trial.get("best_iteration"), integer=True, optional=True)):
+            return "its tuning has a trial that is not one"
+    if not any(trial["value"] is not None for trial in trials):
+        return "its tuning has no complete trial"
     return None
 
 
@@ -210,7 +233,7 @@ def _read(directory: Path) -> tuple[dict, list[Record], int]:
     for number, line in enumerate(lines, start=1):
         try:
             document = json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # JSONDecodeError, or an integer of too many digits
             if number == len(lines) and number > 1:
                 break  # written when the run was interrupted: that run is trained again
             document = None
@@ -223,10 +246,16 @@ def _read(directory: Path) -> tuple[dict, list[Record], int]:
         readable += len(line.encode("utf-8"))
     if not documents:
         raise ValueError(f"{path}: no settings line; run the benchmark anew into another directory (without --resume)")
-    records = []
-    for document in documents[1:]:
+    records, seen = [], {}
+    for number, document in enumerate(documents[1:], start=2):
         run = document["run"]
         key = {k: run[k] for k in RUN_KEY}
+        first, kept = seen.setdefault(tuple(key.values()), (number, document))
+        if first != number:
+            if kept == document:
+                continue  # the same line twice says nothing new
+            raise ValueError(f"{path}: lines {first} and {number} hold different records of the same run ({key}); "
+                             + _FIX)
         records.append(Record(run, _frame(document.get("per_query"), key), _frame(document.get("predictions"), key),
                               document.get("tuning")))
     return documents[0]["settings"], records, readable
@@ -258,12 +287,26 @@ def _replace_first_line(path: Path, line: str) -> None:
     with open(path, "rb") as handle:
         handle.readline()
         rest = handle.read()
-    temporary = path.with_name(path.name + ".new")
-    with open(temporary, "wb") as handle:
+    # a new file of its own (never one a name in the directory points to), renamed over the old
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
+    with os.fdopen(descriptor, "wb") as handle:
         handle.write(line.encode("utf-8") + b"\n" + rest)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temporary, path)
+
+
+def refuse_links(directory: Path) -> None:
+    """Refuse a report directory that holds a symbolic link (or anything but files and
+    folders): the harness writes its files there, and would write through a link to a file
+    outside it."""
+    if not directory.is_dir():
+        return
+    for entry in directory.iterdir():
+        if entry.is_symlink() or not (entry.is_file() or entry.is_dir()):
+            raise ValueError(f"{directory}: {entry.name} is a link or a special file, and the harness writes its "
+                             "report files into this directory: remove it, or write the report into another "
+                             "directory")
 
 
 class Journal:
@@ -278,10 +321,11 @@ class Journal:
     def __init__(self, directory: str | os.PathLike, settings: dict, *, resume: bool = False) -> None:
         self.directory = Path(directory)
         self.finished: dict[tuple, Record] = {}
+        refuse_links(self.directory)
         if resume:
             recorded, records, readable = _read(self.directory)
             settings = _plain_json(settings)
-            _check_same(recorded, settings, self.directory)
+            _check_same(recorded, settings, self.directory, records)
             self.finished = {r.key: r for r in records}
             _keep_readable(self.directory / JOURNAL, readable)
             merged = {**recorded, "datasets": {**recorded.get("datasets", {}), **settings["datasets"]}}
@@ -326,8 +370,9 @@ def resumable(directory: str | os.PathLike, settings: dict) -> list[Record]:
         When its runs were made with other settings, or on other data under the same name,
         or a line is not a run's record.
     """
+    refuse_links(Path(directory))
     recorded, records = read_journal(directory)
-    _check_same(recorded, _plain_json(settings), Path(directory))
+    _check_same(recorded, _plain_json(settings), Path(directory), records)
     return records
 
 
@@ -339,15 +384,22 @@ def _dataset_entry(entry) -> tuple:
     return entry, None
 
 
-def _check_same(recorded: dict, settings: dict, directory: Path) -> None:
-    """Refuse to resume runs made with other settings or other data under the same name."""
+def _check_same(recorded: dict, settings: dict, directory: Path, records: list[Record]) -> None:
+    """Refuse to resume runs made with other settings or other data under the same name,
+    or runs whose data the settings line does not record with a fingerprint to check."""
     differ = [k for k in sorted(set(recorded["config"]) | set(settings["config"]))
               if recorded["config"].get(k) != settings["config"].get(k)]
     if differ:
         shown = "; ".join(f"{k}: {recorded['config'].get(k)!r} there, {settings['config'].get(k)!r} now" for k in differ)
         raise ValueError(f"cannot resume {directory}: its runs were made with other settings ({shown})")
     before = recorded.get("datasets", {})
-    for name, entry in settings.get("datasets", {}).items():
+    now = settings.get("datasets", {})
+    for name in dict.fromkeys(r.run["dataset"] for r in records):
+        if name in now and _dataset_entry(before.get(name))[1] is None:
+            raise ValueError(f"cannot resume {directory}: its runs on {name!r} have no fingerprint of their data "
+                             "in its settings line to check the data against: run the benchmark anew into another "
+                             "directory (without --resume)")
+    for name, entry in now.items():
         if name not in before:
             continue
         (was, was_print), (now, now_print) = _dataset_entry(before[name]), _dataset_entry(entry)

@@ -61,7 +61,7 @@ import numpy as np
 import pandas as pd
 
 from .evaluate import LABEL_CUTOFF, MAP_CUTOFF, NDCG_CUTOFFS, label_figure
-from .journal import RUN_COLUMNS
+from .journal import RUN_COLUMNS, refuse_links
 from .plots import plot_differences, plot_ndcg_at_k, plot_validation_curves, slugs
 from .run import Results
 from .stats import ALPHA, FIGURES, difference_curves, fold_table, significance, summary
@@ -275,6 +275,7 @@ def _records(frame: pd.DataFrame) -> list[dict]:
 def write_report(results: Results, out: str | Path, *, command: str | None = None, title: str = "gbrank benchmark report") -> Path:
     """Write every file of the report into ``out`` (created); returns the path of report.md."""
     out = Path(out)
+    refuse_links(out)
     out.mkdir(parents=True, exist_ok=True)
     methods = [m["name"] for m in results.methods]
     summ = summary(results.runs)

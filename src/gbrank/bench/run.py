@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..groups import sizes_to_qid
-from .checks import cost_warning, gain_problem, label_problem
+from .checks import cost_warning, gain_problem, label_problem, label_range_problem
 from .data import BenchData, parse_data
 from .evaluate import (CALIBRATION_FIGURES, CONVENTIONS, GAINS, calibration_metrics, gain_description, label_gains,
                        label_metrics, ndcg_at, per_query_metrics)
@@ -338,10 +338,12 @@ def plan_benchmark(
                     f"({dataset.n_folds} folds leave none; a LETOR fold needs its vali file): use 3 or more folds"
                 )
     for dataset in datasets:
-        problem = gain_problem(config.gain, dataset.labels(), dataset.name, dataset.label_column)
+        problem = (label_range_problem(dataset.labels(), dataset.name, dataset.label_column)
+                   or gain_problem(config.gain, dataset.labels(), dataset.name, dataset.label_column))
         table = dataset.label_columns()
         for j, column in enumerate(dataset.label_names[1:], start=1):
-            problem = problem or gain_problem(config.gain, table[:, j], dataset.name, column)
+            problem = (problem or label_range_problem(table[:, j], dataset.name, column)
+                       or gain_problem(config.gain, table[:, j], dataset.name, column))
         if problem is not None:
             raise ValueError(problem)
     gains = {d.name: LabelGain.of(config.gain, d.labels()) for d in datasets}

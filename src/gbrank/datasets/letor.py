@@ -73,7 +73,7 @@ def _excerpt(line: bytes) -> str:
     return repr(text if len(text) <= 60 else text[:60] + "...")
 
 
-def _parse_error(path: Path, data: bytes, exc: ValueError, n_features, dtype) -> str:
+def _parse_error(path: Path, data: bytes, exc: Exception, n_features, dtype) -> str:
     """Name the first line the parser rejects: bisect over line ranges, reusing the parser.
 
     The parser's errors are line-local, so a range fails exactly when it holds a bad line;
@@ -85,13 +85,13 @@ def _parse_error(path: Path, data: bytes, exc: ValueError, n_features, dtype) ->
         mid = (lo + hi) // 2
         try:
             _svmlight(b"\n".join(lines[lo:mid]), n_features, dtype)
-        except ValueError:
+        except (ValueError, OverflowError):
             hi = mid
         else:
             lo = mid
     try:
         _svmlight(lines[lo], n_features, dtype)
-    except ValueError as line_exc:
+    except (ValueError, OverflowError) as line_exc:
         return f"{path}: line {lo + 1}: {line_exc}: {_excerpt(lines[lo])}"
     return f"{path}: {exc}"
 
@@ -105,6 +105,41 @@ def _record_lines(data: bytes) -> list[tuple[int, bytes]]:
         if body.strip():
             records.append((number, body))
     return records
+
+
+#: Largest dense feature matrix read without a check (values), and how much larger than the
+#: stored values a denser one may be: a line with a feature index of 10**9 would otherwise
+#: make a 40-byte file ask for gigabytes.
+_DENSE_FREE = 10**7
+_DENSE_PER_STORED = 100
+
+
+def _check_dense_size(path: Path, data: bytes, X) -> None:
+    """Refuse a file whose largest feature index makes the dense matrix far larger than the
+    values it stores, naming the line that holds it."""
+    dense = X.shape[0] * X.shape[1]
+    if dense <= max(_DENSE_FREE, _DENSE_PER_STORED * X.nnz):
+        return
+    row = int(np.searchsorted(X.indptr, int(np.argmax(X.indices)), side="right") - 1)
+    number, body = _record_lines(data)[row]
+    raise ValueError(
+        f"{path}: line {number}: feature index {X.shape[1]} makes a dense matrix of {X.shape[0]} x {X.shape[1]} "
+        f"values for {X.nnz} stored ones; a LETOR file numbers its features 1, 2, ...: fix the line, or give "
+        f"n_features= to refuse indices above it: {_excerpt(body)}"
+    )
+
+
+def _scattered_query(qid: np.ndarray, data: bytes) -> str | None:
+    """Name the lines where a query's lines resume after another query's, or None."""
+    starts = np.flatnonzero(np.concatenate(([True], qid[1:] != qid[:-1])))
+    seen: dict = {}
+    for row in starts.tolist():
+        first = seen.setdefault(qid[row], row)
+        if first != row:
+            lines = _record_lines(data)
+            return (f"the lines of qid {qid[row]} are not together: line {lines[first][0]} starts them and line "
+                    f"{lines[row][0]} resumes them after other queries; put each query's lines together")
+    return None
 
 
 def _find_query_file(path: Path) -> Path | None:
@@ -145,7 +180,7 @@ def _load(path, n_features, query_file, dtype):
         )
     try:
         X, y, qid = _svmlight(data, n_features, dtype)
-    except ValueError as exc:
+    except (ValueError, OverflowError) as exc:  # an index or qid beyond int64 is an OverflowError
         raise ValueError(_parse_error(path, data, exc, n_features, dtype)) from exc
     if X.shape[0] == 0:
         raise ValueError(f"{path}: the file holds no records")
@@ -153,6 +188,7 @@ def _load(path, n_features, query_file, dtype):
     if not np.isfinite(y).all():
         number, body = _record_lines(data)[int(np.flatnonzero(~np.isfinite(y))[0])]
         raise ValueError(f"{path}: line {number}: the label must be finite: {_excerpt(body)}")
+    _check_dense_size(path, data, X)
 
     if qid.size == 0:
         qid = None
@@ -167,7 +203,7 @@ def _load(path, n_features, query_file, dtype):
         try:
             group = qid_to_sizes(qid)
         except ValueError as exc:
-            raise ValueError(f"{path}: {exc}") from exc
+            raise ValueError(f"{path}: {_scattered_query(qid, data) or exc}") from exc
     if query_file is None:
         query_file = _find_query_file(path)
     if query_file is not None:
@@ -242,12 +278,15 @@ def load_letor(
 
 def fold_directories(root: str | os.PathLike) -> list[Path]:
     """The ``Fold1``, ``Fold2``, ... directories of a LETOR dataset directory, in fold order."""
-    found = []
-    for child in Path(root).iterdir():
+    found: dict[int, Path] = {}
+    for child in sorted(Path(root).iterdir()):
         match = re.fullmatch(r"Fold(\d+)", child.name)
         if match and child.is_dir():
-            found.append((int(match.group(1)), child))
-    return [path for _, path in sorted(found)]
+            number = int(match.group(1))
+            if number in found:
+                raise ValueError(f"{root}: {found[number].name} and {child.name} are both fold {number}: keep one")
+            found[number] = child
+    return [found[number] for number in sorted(found)]
 
 
 def _split_candidates(folder: Path, split: str) -> list[Path]:

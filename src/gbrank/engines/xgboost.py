@@ -102,18 +102,23 @@ def group_sizes(dmat, *, purpose: str, optional: bool = False) -> np.ndarray | N
     return np.diff(np.asarray(ptr, dtype=np.int64))
 
 
-def query_weights(weight: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """One weight per query, as XGBoost takes them; the rows of a query must agree."""
+def query_weights(weight: np.ndarray, sizes: np.ndarray, *, input_rows: np.ndarray | None = None) -> np.ndarray:
+    """One weight per query, as XGBoost takes them; the rows of a query must agree.
+    ``input_rows``: the caller's row of each (grouped) row, for the error."""
     starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
     per_query = weight[starts]
     differ = weight != np.repeat(per_query, sizes)
     if differ.any():
         row = int(np.flatnonzero(differ)[0])
         query = int(np.searchsorted(starts, row, side="right") - 1)
+        if input_rows is None:
+            where = f"query {query} has {per_query[query]:g} and {weight[row]:g} (grouped row {row})"
+        else:
+            where = (f"rows {int(input_rows[starts[query]])} and {int(input_rows[row])} of one query have "
+                     f"{per_query[query]:g} and {weight[row]:g}")
         raise ValueError(
             "with engine='xgboost', sample weights weight whole queries: the rows of a query "
-            f"must share one weight, but query {query} has {per_query[query]:g} and "
-            f"{weight[row]:g} (grouped row {row})"
+            f"must share one weight, but {where}"
         )
     return per_query
 
