@@ -8,6 +8,7 @@ DATASET_DIR holds ``Fold1`` ... ``Fold5`` with ``train``/``vali``/``test`` files
 """
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -28,7 +29,9 @@ parser.add_argument("path", nargs="?", type=Path, default=default_path(), help="
 parser.add_argument("--fold", type=int, default=1, help="fold number (default 1)")
 args = parser.parse_args()
 if args.path is None or not args.path.is_dir():
-    print(f"LETOR data not found ({args.path or 'no ../shared/data and no GBRANK_DATA_DIR'}); pass a dataset directory.")
+    where = os.environ.get("GBRANK_DATA_DIR")
+    looked = args.path or (f"GBRANK_DATA_DIR={where} is not a directory" if where else "no ../shared/data")
+    print(f"LETOR data not found ({looked}); pass a dataset directory.")
     sys.exit(0)
 
 train, vali, test = load_letor_fold(args.path, args.fold)

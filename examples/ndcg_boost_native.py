@@ -22,8 +22,9 @@ model = gbrank.NDCGBoost(n_estimators=200).fit(
     eval_at=(10,),
     early_stopping_rounds=30,
 )
-relaxation = model.history_["M"]
-print(f"NDCGBoost: {model.n_estimators_} stumps, relaxation M {model.initial_M_:.4f} -> {relaxation[-1]:.4f}")
+# history_ holds every stump trained; the model keeps those up to the best one
+relaxation = model.history_["M"][model.n_estimators_ - 1]
+print(f"NDCGBoost: {model.n_estimators_} stumps, relaxation M {model.initial_M_:.4f} -> {relaxation:.4f}")
 value = gbrank.metrics.ndcg(test.y, model.predict(test.X), test.group, k=10)
 print(f"{'NDCGBoost (stumps)':<28} test NDCG@10 = {value:.4f}")
 

@@ -2,8 +2,11 @@
 model and a pure ranking loss, in LightGBM.
 
 Clicks are drawn from a known probability of each document's relevance grade, so the models'
-probabilities ``sigmoid(score)`` can be compared with the truth: a pure ranking loss ranks
-well but its scores are not probabilities; RCR ranks as well and its scores are.
+probabilities ``sigmoid(score)`` can be compared with the truth. On these data (one draw, 80
+test queries) the four rank alike (NDCG@10 0.656 to 0.663); the sigmoid of RCR's, the
+baseline's and the logistic model's scores are probabilities (ECE 0.017 to 0.039), ListNet's
+are not (0.375). The pointwise logistic model is the best calibrated here: where RCR's
+listwise term pays, and where it does not, is measured in docs/benchmarks/calibrated.md.
 
     python examples/rcr_calibrated_probabilities.py
 """
@@ -31,20 +34,23 @@ def clicks(part):
 (y_train, _), (y_valid, _), (y_test, p_test) = clicks(train), clicks(valid), clicks(test)
 
 params = {"learning_rate": 0.05, "num_leaves": 15, "min_data_in_leaf": 20, "metric": "None", "verbose": -1}
+# each model stops on what it is for: the probabilistic ones on the validation log loss (LightGBM
+# hands the callback probabilities under its built-in "binary", raw scores under a custom
+# objective), the ranking loss on the validation NDCG@10
 objectives = [
-    ("gbrank.rcr(alpha=0.5)", gbrank.rcr(alpha=0.5)),
-    ("weighted_logistic_softmax(0.5)", gbrank.weighted_logistic_softmax(alpha=0.5)),
-    ("pointwise logistic (binary)", "binary"),
-    ("listnet (ranking only)", gbrank.listnet(target="linear")),
+    ("gbrank.rcr(alpha=0.5)", gbrank.rcr(alpha=0.5), ["logloss"]),
+    ("weighted_logistic_softmax(0.5)", gbrank.weighted_logistic_softmax(alpha=0.5), ["logloss"]),
+    ("pointwise logistic (binary)", "binary", [("logloss", {"probability": True})]),
+    ("listnet (ranking only)", gbrank.listnet(target="linear"), ["ndcg@10"]),
 ]
 print(f"click rate on the test queries: {y_test.mean():.3f}")
-for name, objective in objectives:
+for name, objective, stop_on in objectives:
     booster = lgb.train(
         {**params, "objective": objective},
         lgb.Dataset(train.X, y_train, group=train.group),
         num_boost_round=500,
         valid_sets=[lgb.Dataset(valid.X, y_valid, group=valid.group)],
-        feval=gbrank.metrics.lightgbm_feval(["logloss"]),
+        feval=gbrank.metrics.lightgbm_feval(stop_on),
         callbacks=[lgb.early_stopping(30, verbose=False)],
     )
     scores = booster.predict(test.X, num_iteration=booster.best_iteration, raw_score=True)

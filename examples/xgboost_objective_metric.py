@@ -21,7 +21,7 @@ dtrain = xgb.DMatrix(train.X, train.y, qid=train.qid)
 dvalid = xgb.DMatrix(valid.X, valid.y, qid=valid.qid)
 dtest = xgb.DMatrix(test.X, qid=test.qid)
 
-# The early-stopping callback watches the last metric of the list, maximising it.
+# The early-stopping callback watches the first metric of the list (ndcg@10), maximising it.
 metrics = gbrank.metrics.make_metrics(["ndcg@10", "map@10"])
 params = {
     "eta": 0.1,

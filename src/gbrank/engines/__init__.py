@@ -103,13 +103,20 @@ def report_callback(engine: str, report, data_name: str, metric_name: str):
 
 def predict(booster, X, rounds: int | None = None) -> np.ndarray:
     """Raw scores (float64) of the rows of ``X`` from the first ``rounds`` rounds of a
-    ``lightgbm.Booster`` or ``xgboost.Booster``; by default the engine's choice."""
+    ``lightgbm.Booster`` or ``xgboost.Booster``; by default the engine's choice. ``rounds``
+    lies in 1 .. the rounds trained (the engines read 0, a negative or a larger number
+    each their own way)."""
     module = type(booster).__module__
     if module.startswith("lightgbm"):
-        return lightgbm.predict(booster, X, rounds)
-    if module.startswith("xgboost"):
-        return xgboost.predict(booster, X, rounds)
-    raise TypeError(f"expected a lightgbm.Booster or an xgboost.Booster, got {type(booster).__name__}")
+        trained, engine = booster.current_iteration(), lightgbm
+    elif module.startswith("xgboost"):
+        trained, engine = booster.num_boosted_rounds(), xgboost
+    else:
+        raise TypeError(f"expected a lightgbm.Booster or an xgboost.Booster, got {type(booster).__name__}")
+    if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer))
+                               or not 1 <= rounds <= trained):
+        raise ValueError(f"rounds must be an integer in 1 .. {trained} (the rounds trained) or None, got {rounds!r}")
+    return engine.predict(booster, X, rounds)
 
 def best_rounds(booster) -> int:
     """Rounds a ``lightgbm.Booster`` or ``xgboost.Booster`` should predict with: its best
@@ -142,7 +149,9 @@ def query_folds(data, nfold: int = 5, *, shuffle: bool = True, seed: int = 0) ->
     Returns
     -------
     list of (ndarray, ndarray)
-        Row indices, sorted, for ``lgb.cv(folds=...)`` or ``xgb.cv(folds=...)``.
+        Row indices, sorted, for ``lgb.cv(folds=...)``, or for a loop over the folds with
+        ``lgb.train`` / ``xgb.train`` (``xgb.cv`` refuses folds of a DMatrix with groups:
+        XGBoost cannot slice one).
     """
     if engine_of(data) == "lightgbm":
         sizes = data.get_group()

@@ -202,9 +202,11 @@ def dataset(
     import lightgbm as lgb
 
     labels = np.asarray(y)
+    if labels.dtype.kind == "O":
+        labels = labels.astype(np.float64)  # a None (pandas' NA) as NaN, refused below
     if labels.dtype.kind in "fc" and not np.isfinite(labels).all():
         row = int(np.flatnonzero(~np.isfinite(labels))[0])
-        raise ValueError(f"label {row} is {labels[row]!r}: labels must be finite (LightGBM would store it as "
+        raise ValueError(f"label {row} is {float(labels[row])!r}: labels must be finite (LightGBM would store it as "
                          f"{'0' if np.isnan(labels[row]) else '1e38'})")
     data = lgb.Dataset(
         X,

@@ -30,6 +30,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..groups import check_group
 from . import positions as _positions
 from ._common import Fields, engine_of, is_builtin, start_score, watched
 
@@ -129,7 +130,11 @@ def dmatrix(X, y, sizes, *, weight=None, base_margin=None, nthread: int | None =
     ``enable_categorical`` as XGBoost takes it (pandas ``category`` columns)."""
     import xgboost as xgb
 
-    qweight = None if weight is None else query_weights(np.asarray(weight, dtype=np.float64), np.asarray(sizes))
+    n_rows = len(y)
+    sizes = np.diff(check_group(sizes, n_rows))
+    if weight is not None and len(weight) != n_rows:
+        raise ValueError(f"weight has {len(weight)} values but there are {n_rows} rows")
+    qweight = None if weight is None else query_weights(np.asarray(weight, dtype=np.float64), sizes)
     kwargs = {"label": y, "group": sizes, "weight": qweight, "base_margin": base_margin, "nthread": nthread,
               "enable_categorical": enable_categorical}
     if quantile:
