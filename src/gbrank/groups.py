@@ -22,6 +22,7 @@ __all__ = [
     "offsets_to_sizes",
     "qid_to_sizes",
     "row_in_query",
+    "scattered_query",
     "sizes_to_offsets",
     "sizes_to_qid",
 ]
@@ -106,16 +107,34 @@ def qid_to_sizes(qid, *, require_sorted: bool = False) -> np.ndarray:
                 f"qid must be sorted: qid {block_ids[decreasing[0]]} at row {row - 1} "
                 f"is followed by qid {qid[row]} at row {row}"
             )
-    uniq, first, counts = np.unique(block_ids, return_index=True, return_counts=True)
-    if uniq.size != block_ids.size:
-        q = uniq[np.flatnonzero(counts > 1)[0]]
-        rows = starts[np.flatnonzero(block_ids == q)]
+    scattered = _scattered(block_ids, starts)
+    if scattered is not None:
+        q, first, second = scattered
         raise ValueError(
             f"the rows of each query must be contiguous: qid {q} starts blocks at rows "
-            f"{rows[0]} and {rows[1]} (sort or group the rows by qid first)"
+            f"{first} and {second} (sort or group the rows by qid first)"
         )
     ends = np.concatenate((starts[1:], [qid.size]))
     return (ends - starts).astype(np.int64)
+
+
+def scattered_query(qid) -> tuple | None:
+    """``(qid, row, row)``: the lowest query id whose rows are not contiguous and the rows
+    where its first two blocks start; None when every query's rows are together."""
+    qid = np.asarray(qid)
+    if qid.size == 0:
+        return None
+    starts = np.concatenate(([0], np.flatnonzero(qid[1:] != qid[:-1]) + 1))
+    return _scattered(qid[starts], starts)
+
+
+def _scattered(block_ids: np.ndarray, starts: np.ndarray) -> tuple | None:
+    uniq, counts = np.unique(block_ids, return_counts=True)
+    if uniq.size == block_ids.size:
+        return None
+    q = uniq[np.flatnonzero(counts > 1)[0]]
+    rows = starts[np.flatnonzero(block_ids == q)]
+    return q, int(rows[0]), int(rows[1])
 
 
 def sizes_to_qid(sizes) -> np.ndarray:

@@ -60,6 +60,7 @@ import numpy as np
 
 from ..datasets import RankingData, load_letor, load_letor_fold, make_ranking
 from ..datasets.letor import fold_directories, is_fold_directory
+from ..groups import sizes_to_offsets
 
 __all__ = [
     "DEFAULT_SYNTHETIC",
@@ -256,8 +257,7 @@ def _cv_data(name: str, description: str, data: RankingData, n_folds: int, label
     if labels is not None:
         # the label columns ride as the features of a twin data set, cut by the same folds
         twins = cv_folds(RankingData(labels.table, data.y, group=data.group, qid=data.qid), n_folds)
-        offsets = np.concatenate(([0], np.cumsum(data.group)))
-        folds = [replace(fold, label_names=labels.names, all_labels=(labels.table, offsets),
+        folds = [replace(fold, label_names=labels.names, all_labels=(labels.table, sizes_to_offsets(data.group)),
                          labels=tuple(None if part is None else part.X for part in (twin.train, twin.valid, twin.test)))
                  for fold, twin in zip(folds, twins)]
         description += f"; label columns {', '.join(labels.names)}"

@@ -24,9 +24,9 @@ Calibration (``logloss``, ``ece``)
     (:mod:`gbrank.metrics.calibration`, 10 equal-width bins), each a mean over documents,
     lower is better. The targets are the labels divided by the method's ``max_label``, or by
     default by the data set's largest label, or 1 where none exceeds 1 (0/1 labels and
-    probabilities as they are), as the objective reads them. Other methods' scores are not probabilities: a sigmoid of a ranking score is an
-    arbitrary number, so they get no value (blank in the CSV files, — in the report), never
-    a figure that would look comparable.
+    probabilities as they are), as the objective reads them. Other methods' scores are not
+    probabilities: a sigmoid of a ranking score is an arbitrary number, so they get no value
+    (blank in the CSV files, — in the report), never a figure that would look comparable.
 
 Several labels (``ndcg@10:<column>``)
     On a table with several label columns, every method's test NDCG@10 against each column

@@ -183,8 +183,9 @@ def _tuning_problem(tuning, run: dict) -> str | None:
     if not isinstance(tuning.get("params"), dict) or not isinstance(trials, list) or not trials:
         return "its tuning has no params or trials"
     for trial in trials:
-        if not (isinstance(trial, dict) and isinstance(trial.get("state"), str) and isinstance(trial.get("params"), dict)
-                and _is_number(trial.get("value"), optional=True) and _is_number(trial.get("trial"), integer=True)
+        if not (isinstance(trial, dict) and isinstance(trial.get("state"), str)
+                and isinstance(trial.get("params"), dict) and _is_number(trial.get("value"), optional=True)
+                and _is_number(trial.get("trial"), integer=True)
                 and _is_number(trial.get("best_iteration"), integer=True, optional=True)):
             return "its tuning has a trial that is not one"
     if not any(trial["value"] is not None for trial in trials):

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..groups import check_group, qid_to_sizes
+from ..groups import check_group, qid_to_sizes, scattered_query
 from ._container import RankingData
 
 __all__ = ["LetorFold", "fold_directories", "is_fold_directory", "load_letor", "load_letor_fold"]
@@ -129,17 +129,15 @@ def _check_dense_size(path: Path, data: bytes, X) -> None:
     )
 
 
-def _scattered_query(qid: np.ndarray, data: bytes) -> str | None:
+def _scattered_lines(qid: np.ndarray, data: bytes) -> str | None:
     """Name the lines where a query's lines resume after another query's, or None."""
-    starts = np.flatnonzero(np.concatenate(([True], qid[1:] != qid[:-1])))
-    seen: dict = {}
-    for row in starts.tolist():
-        first = seen.setdefault(qid[row], row)
-        if first != row:
-            lines = _record_lines(data)
-            return (f"the lines of qid {qid[row]} are not together: line {lines[first][0]} starts them and line "
-                    f"{lines[row][0]} resumes them after other queries; put each query's lines together")
-    return None
+    scattered = scattered_query(qid)
+    if scattered is None:
+        return None
+    q, first, second = scattered
+    lines = _record_lines(data)
+    return (f"the lines of qid {q} are not together: line {lines[first][0]} starts them and line "
+            f"{lines[second][0]} resumes them after other queries; put each query's lines together")
 
 
 def _find_query_file(path: Path) -> Path | None:
@@ -203,7 +201,7 @@ def _load(path, n_features, query_file, dtype):
         try:
             group = qid_to_sizes(qid)
         except ValueError as exc:
-            raise ValueError(f"{path}: {_scattered_query(qid, data) or exc}") from exc
+            raise ValueError(f"{path}: {_scattered_lines(qid, data) or exc}") from exc
     if query_file is None:
         query_file = _find_query_file(path)
     if query_file is not None:

@@ -220,8 +220,8 @@ def gradients(objective, preds, data=None, *, labels=None, sizes=None, weights=N
     The fields are read from the engine's training set ``data`` (a ``lightgbm.Dataset`` or
     ``xgboost.DMatrix``; the positions too where the objective reads them and none are
     given), or given (``labels``, ``sizes``, ``weights``, ``init_score``: LightGBM's
-    scikit-learn wrapper, ``grad_hess``, a Dask worker). A gbrank objective finds its binding to them in
-    :mod:`gbrank.engines.bindings` (bound anew where a field changed) and runs its kernels
+    scikit-learn wrapper, ``grad_hess``, a Dask worker). A gbrank objective finds its
+    binding to them in :mod:`gbrank.engines.bindings` (bound anew where a field changed) and runs its kernels
     where :func:`kernel_threads` says; an objective of another package gets
     ``grad_hess(..., position=)`` when there are positions, else the engine's own call.
     """

@@ -326,7 +326,8 @@ class PBMCloglog(OffsetClickObjective):
         return saturated_positions(clicks, position, offsets, n_positions, reduce)
 
     def _fit_propensity(self, scores, state, n_positions, start):
-        return estimate_cloglog_propensity(scores, state["clicks"], state["fit_position"], state["offsets"], n_positions,
+        return estimate_cloglog_propensity(scores, state["clicks"], state["fit_position"], state["offsets"],
+                                           n_positions,
                                            start=start, reduce=state["reduce"], saturated=state["saturated"])
 
     def _interval(self, state, scores, *, n_boot: int, level: float, seed):

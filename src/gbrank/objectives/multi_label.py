@@ -56,6 +56,7 @@ from numba import njit
 
 from .._validation import check_float, check_int, check_labels
 from ..engines.statistics import Statistics, sum_over_workers
+from ..gains import EXP2_MAX_LABEL
 from ._base import RankingObjective
 from ._random import next_uniform, query_keys, query_stream
 
@@ -168,7 +169,8 @@ class MultiLabel(RankingObjective):
         self.k = check_int("k", k, min=1)
         self.penalty = check_float("penalty", penalty, min=0.0)
         if gain not in ("exp2", "linear"):
-            raise ValueError(f"gain must be 'exp2' or 'linear' (the gain of the NDCG@k the floors speak of), got {gain!r}")
+            raise ValueError(f"gain must be 'exp2' or 'linear' (the gain of the NDCG@k the floors speak of), "
+                             f"got {gain!r}")
         self.gain = gain
         self.seed = check_int("seed", seed, min=0, max=2**63 - 1)
         # the inner objective decides these
@@ -264,11 +266,12 @@ class MultiLabel(RankingObjective):
         weights = np.ascontiguousarray(self._row_weights(offsets))
         if self.aggregate == "constrained" and self.gain == "exp2":
             for j, column in enumerate(self.labels.T[1:], start=1):
-                bad = np.flatnonzero((column != np.round(column)) | (column > 31))
+                bad = np.flatnonzero((column != np.round(column)) | (column > EXP2_MAX_LABEL))
                 if bad.size:
                     raise ValueError(
                         f"labels[{int(bad[0])}, {j}] is {column[bad[0]]:g}: the floors' NDCG@k with gain='exp2' "
-                        "takes integer labels 0..31; pass multi_label(..., gain='linear') for other labels"
+                        f"takes integer labels 0..{EXP2_MAX_LABEL}; pass multi_label(..., gain='linear') for other "
+                        "labels"
                     )
         inner = self.objective
         # each column's state from its own statistics (of all the rows), not from the first's
@@ -381,7 +384,8 @@ def multi_label(
     labels : array-like of shape (n_rows, n_labels), optional
         The label columns of the training rows, in their order (only the row count and the
         first column are checked against the training set: rows swapped among equal first
-        labels cannot be detected). The engine's label must be the first column (LightGBM's ``Dataset(label=labels[:, 0])``, XGBoost's
+        labels cannot be detected). The engine's label must be the first column (LightGBM's
+        ``Dataset(label=labels[:, 0])``, XGBoost's
         ``DMatrix(label=labels[:, 0])``). Leave it out for :class:`gbrank.Ranker`, which
         binds the columns of its 2-D ``y``.
     aggregate : {"gradient", "label", "stochastic", "constrained"}, default="gradient"
