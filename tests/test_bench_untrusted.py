@@ -139,6 +139,24 @@ def test_labels_must_be_finite_and_not_negative(tmp_path):
         parse_data(frame, folds=3)
 
 
+def test_a_label_column_with_one_value_everywhere_is_refused():
+    frame = _frame()
+    frame["label_click"] = 0
+    with pytest.raises(ValueError, match=r"label column 'label_click' holds 0 in every row: there is nothing to rank"):
+        parse_data(frame, folds=3)
+    frame = _frame().assign(label=2)
+    with pytest.raises(ValueError, match=r"label column 'label' holds 2 in every row"):
+        parse_data(frame, folds=3)
+
+
+def test_query_ids_beyond_int64_are_numbered_not_wrapped():
+    frame = _frame()
+    frame["qid"] = frame["qid"].astype(np.uint64) * np.uint64(2**59) + np.uint64(2**63)
+    data = parse_data(frame, folds=3)
+    qids = np.concatenate([np.unique(fold.test.qid) for fold in data.folds()])
+    np.testing.assert_array_equal(np.sort(qids), np.arange(N_QUERIES))
+
+
 def test_features_and_drop_choose_the_columns(tmp_path, capsys):
     """#31: a ``doc_id`` column could only be removed by rewriting the file."""
     frame = _frame()

@@ -4,6 +4,7 @@ number of interleaved training sets loses, and statistics of the whole data."""
 
 from __future__ import annotations
 
+import copy
 import pickle
 
 import numpy as np
@@ -215,6 +216,23 @@ def test_a_custom_loop_trains_on_the_positions_it_is_told(natural):
                        lgb.Dataset(X, clicks, group=group), 5)
     np.testing.assert_allclose(booster.predict(X, raw_score=True), direct.predict(X, raw_score=True), rtol=1e-10,
                                atol=1e-12)
+
+
+def test_with_position_refuses_a_scalar_and_its_copies_share_no_writable_array():
+    objective = gbrank.pbm_listnet()
+    for bad in (3, [[1, 2, 3]]):
+        with pytest.raises(ValueError, match="one display position per row"):
+            with_position(objective, bad)
+    given = np.array([1, 2, 3])
+    bound = with_position(objective, given)
+    given[0] = 7
+    assert bound.position[0] == 1
+    with pytest.raises(ValueError, match="read-only"):
+        copy.copy(bound).position[0] = 2
+    for copied in (copy.deepcopy(bound), pickle.loads(pickle.dumps(bound))):
+        if copied.position.flags.writeable:
+            copied.position[0] = 2
+        assert bound.position[0] == 1
 
 
 # ----------------------------------------------------------------------------- Ranker

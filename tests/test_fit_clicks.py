@@ -570,6 +570,36 @@ def test_the_propensities_fitted_first_leave_out_the_rows_below_a_fold():
         assert (fit.propensity_[5:] == 1.0).all()
 
 
+@pytest.mark.filterwarnings("ignore:the held-out clicks hardly tell")
+def test_positions_no_row_was_shown_at_are_reported_as_read_by_nothing():
+    # a log of the second results page alone (positions 11..20), and one that never shows
+    # position 3: the estimate is relative to the first position shown, and the positions
+    # without a row are in left_out_, whatever fit reports them
+    data = make_ranking(150, (10, 10), 8, seed=3)
+    log = simulate_clicks(data.y, data.group, X=data.X, sessions_per_query=50, top_k=10, logging_fraction=0.002,
+                          seed=3)
+    top = gbrank.fit_clicks(data.X, log.clicks, data.group, position=log.position, params=THREADS["lightgbm"],
+                            max_rounds=10)
+    assert not top.left_out_.any()
+    page = np.where(log.position > 0, log.position + 10, -1)
+    second = gbrank.fit_clicks(data.X, log.clicks, data.group, position=page, params=THREADS["lightgbm"],
+                               max_rounds=10)
+    np.testing.assert_array_equal(second.left_out_, np.arange(1, 21) <= 10)
+    np.testing.assert_array_equal(second.propensity_fit.left_out_, np.arange(1, 21) <= 10)
+    np.testing.assert_allclose(second.propensity_[10:], top.propensity_, rtol=1e-12)
+    np.testing.assert_allclose(second.predict(data.X), top.predict(data.X), rtol=1e-12, atol=1e-12)
+    gap = np.where(log.position >= 3, log.position + 1, log.position)
+    for refit in (True, False):
+        fit = gbrank.fit_clicks(data.X, log.clicks, data.group, position=gap, params=THREADS["lightgbm"],
+                                max_rounds=10, objective=gbrank.ips_ranknet(), refit=refit)
+        np.testing.assert_array_equal(fit.left_out_, np.arange(1, 12) == 3)
+    dtrain = gbrank.engines.lightgbm.dataset(data.X, log.clicks, data.group, position=gap)
+    objective = gbrank.pbm_listnet()
+    lgb = pytest.importorskip("lightgbm")
+    lgb.train({**THREADS["lightgbm"], "objective": objective}, dtrain, 3)
+    np.testing.assert_array_equal(objective.binding(dtrain).left_out_, np.arange(1, 12) == 3)
+
+
 @pytest.mark.parametrize("engine", ["lightgbm", "xgboost"])
 def test_a_query_wholly_below_the_fold_takes_no_part(engine):
     # a second results page nobody reached: once its positions are found never examined, the

@@ -433,7 +433,7 @@ class HeldOutClickLikelihood:
             self.propensity.append(theta.copy())
             # rows at positions the fit leaves out take no part, as in its loss: counted as
             # examined without a click, rows below a fold would reward a model for the logging order
-            left_out = self.objective.binding(self.train_set).left_out_
+            left_out = self.objective._left_out_positions(self.objective.binding(self.train_set).state)
             if not np.array_equal(left_out, self._left_out):
                 from .objectives.propensity import examined_rows
 
@@ -582,9 +582,11 @@ class PropensityFit:
     ----------
     propensity_ : ndarray of shape (n_positions,)
         :math:`\hat\theta_p` for positions 1, 2, ..., the deepest given, relative to
-        position 1; 1 at the positions left out (a value nothing reads).
+        the first position a row was shown at (position 1, unless the log starts lower);
+        a value nothing reads at the positions of ``left_out_``.
     left_out_ : ndarray of bool, shape (n_positions,)
-        The positions the estimate takes as never examined (clickless below a fold).
+        The positions the estimate takes as never examined (clickless below a fold), and
+        those no row was shown at.
     position : ndarray of int, shape (n_rows,)
         The positions given, with -1 at the rows of the positions left out: train with
         ``propensity_`` on these, so that those rows take no part.
@@ -632,12 +634,12 @@ class ClickFit:
         The propensities the model ends with: the refit's estimate (the held-out fit's at
         ``best_rounds`` without refit), or the known ones; None with cascade targets (whose
         examinations are per session, not per position). At the positions of ``left_out_``
-        it is 1, a value nothing read.
+        it is a value nothing read.
     left_out_ : ndarray of bool or None
         Of positions 1..K of ``propensity_``, those whose rows took no part in training (found
-        never examined below a fold, or saturated for :func:`gbrank.pbm_cloglog`): give
-        their rows position -1 wherever ``propensity_`` is used as known propensities. None
-        with cascade targets.
+        never examined below a fold, or saturated for :func:`gbrank.pbm_cloglog`) and those
+        no training row was shown at: give their rows position -1 wherever ``propensity_`` is
+        used as known propensities. None with cascade targets.
     held_out_queries : ndarray of int
         The held-out queries' indices (among all the queries given).
     refitted : bool
@@ -1069,7 +1071,7 @@ def fit_clicks(
         if objective.mode == "estimate":
             theta, left_out = objective.binding(dtrain).propensity_, objective.binding(dtrain).left_out_
     elif objective.mode == "estimate":
-        theta, left_out = metric.propensity[best - 1], metric._left_out.copy()
+        theta, left_out = metric.propensity[best - 1], objective.binding(metric.train_set).left_out_
     if objective.mode == "known":
         theta = np.asarray(objective.propensity, dtype=np.float64)
         left_out = settled.left_out_ if settled is not None else np.zeros(theta.size, dtype=bool)

@@ -124,14 +124,15 @@ class Ranker(BaseEstimator):
         Number of boosting rounds :meth:`predict` uses: the best round (1-based) under early
         stopping, otherwise every round trained.
     propensity_ : ndarray
-        The propensity estimate of this fit's training set, positions 1..K relative to
-        position 1: set only by a click objective with ``propensity="estimate"``. It is the
+        The propensity estimate of this fit's training set, positions 1..K relative to the
+        first position a row was shown at (position 1, unless the log starts lower): set only by a click objective with ``propensity="estimate"``. It is the
         estimate after the last round trained, which under early stopping can be past
         ``best_iteration_`` (:func:`gbrank.fit_clicks` keeps the chosen round's).
     left_out_ : ndarray of bool
         Set with ``propensity_``: of its positions, those whose rows took no part in
-        training (never examined below a fold; saturated for :func:`gbrank.pbm_cloglog`),
-        where ``propensity_`` is 1, a value nothing read.
+        training (never examined below a fold; saturated for :func:`gbrank.pbm_cloglog`)
+        and those no training row was shown at, where ``propensity_`` is a value nothing
+        read.
     gain_ : str or ndarray
         The gain evaluation uses (see ``gain``).
     evals_result_ : dict

@@ -450,14 +450,16 @@ def from_table(frame, *, qid_col: str = "qid", label_col: str = "label", source:
     """`RankingData` from a DataFrame: a query-id column, a label column, numeric features.
 
     Rows are grouped by query id (a stable sort keeps each query's row order); ids that are
-    not integers are numbered in order of first appearance. A row without a query id is
+    not integers (or beyond int64) are numbered in order of first appearance, and the
+    harness's output files give these numbers as ``qid``. A row without a query id is
     refused (the error names the rows), as :class:`gbrank.Ranker` refuses it.
 
     ``features`` names the feature columns; otherwise every column but the query id, the
     label and those in ``drop`` is one. Column names must be unique, and a column that looks
     like a repeat of the query-id or label column renamed by pandas (``label.1``, from a CSV
     header naming ``label`` twice) is refused unless ``features`` names it: it would teach
-    the model the answer. Labels must be finite and >= 0. Columns named ``<label_col>_<name>``
+    the model the answer. Labels must be finite and >= 0, and a label column that holds one
+    value in every row, with nothing to rank, is refused. Columns named ``<label_col>_<name>``
     are further labels (module notes), never features: :func:`parse_data` keeps them for the
     multi-label methods.
     """
@@ -521,7 +523,7 @@ def _table(frame, *, qid_col: str, label_col: str, source: str, features, drop) 
             "every row needs a query id, as gbrank.Ranker requires: fill or drop those rows"
         )
     qid = frame[qid_col].to_numpy()
-    if qid.dtype.kind not in "iu":
+    if qid.dtype.kind not in "iu" or (qid.dtype.kind == "u" and qid.size and qid.max() > np.iinfo(np.int64).max):
         qid = pd.factorize(frame[qid_col])[0]
     order = np.argsort(qid, kind="stable")
     X = frame[features].to_numpy(dtype=np.float64)[order]
@@ -543,6 +545,9 @@ def _label_values(frame, column: str, order: np.ndarray, source: str) -> np.ndar
         what = "a missing or non-numeric value" if np.isnan(y[row]) else f"the value {y[row]:g}"
         raise ValueError(f"{source}: label column {column!r} has {what} (row {int(order[row])}); labels "
                          "must be finite numbers >= 0: fix or drop that row")
+    if y.size and y.min() == y.max():
+        raise ValueError(f"{source}: label column {column!r} holds {y[0]:g} in every row: there is nothing to rank "
+                         "by it; drop it, or choose another with --label-col")
     return y
 
 

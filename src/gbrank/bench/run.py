@@ -150,7 +150,9 @@ class Results:
         label columns, ``ndcg@10:<column>`` for each column after the first.
     per_query : DataFrame
         One row per run and test query: ``dataset, fold, seed, method, query, qid, n_docs``
-        and the figures (``ndcg@1`` .. ``ndcg@10``, ``map@10``, ``p@1`` ...).
+        and the figures (``ndcg@1`` .. ``ndcg@10``, ``map@10``, ``p@1`` ...); ``qid`` is the
+        data's query id, numbered in order of first appearance where a table's ids are not
+        integers (:func:`gbrank.bench.data.from_table`).
     predictions : DataFrame
         The test scores: ``dataset, fold, seed, method, query, qid, label, score``, in the
         test part's row order, enough to recompute every figure.

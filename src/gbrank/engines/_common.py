@@ -258,7 +258,17 @@ class PositionedObjective:
     def __init__(self, objective, position, statistics: Statistics | None = None) -> None:
         self.objective = objective
         self.row_order = isinstance(position, str)
-        self.position = None if self.row_order else _positions.check(position, len(position))
+        self.position = None
+        if not self.row_order:
+            values = np.asarray(position)
+            if values.ndim != 1:
+                raise ValueError(
+                    f"position must hold one display position per row of the training set (a 1-d array), got shape "
+                    f"{values.shape}; or 'row_order' where each query's rows are in display order"
+                )
+            # copies of this object share the array: nothing may change it under them
+            self.position = _positions.check(values, values.size)
+            self.position.setflags(write=False)
         self.statistics = statistics
 
     def __call__(self, preds, data):

@@ -110,7 +110,8 @@ class Binding:
     @property
     def propensity_(self) -> np.ndarray:
         """The propensity estimate of this training set (click objectives with
-        ``propensity="estimate"``): positions 1..K, relative to position 1."""
+        ``propensity="estimate"``): positions 1..K, relative to the first position a row was
+        shown at (position 1, unless the log starts lower: a second results page)."""
         return self.objective._estimate(self.state)
 
     @property
@@ -122,11 +123,12 @@ class Binding:
 
     @property
     def left_out_(self) -> np.ndarray:
-        """Of positions 1..K of ``propensity_``, those whose rows take no part in the loss:
-        ``unexamined_``, and for :func:`gbrank.pbm_cloglog` the saturated ones (clicked in
-        every query where a click says anything: their propensity has no finite estimate).
-        Their ``propensity_`` (1) means nothing."""
-        return self.objective._left_out_positions(self.state)
+        """Of positions 1..K of ``propensity_``, those whose estimate nothing read: the ones
+        whose rows take no part in the loss (``unexamined_``, and for
+        :func:`gbrank.pbm_cloglog` the saturated ones, clicked in every query where a click
+        says anything: their propensity has no finite estimate), and the ones no row of the
+        training data was shown at. Their ``propensity_`` means nothing."""
+        return self.objective._unread_positions(self.state)
 
     def propensity_interval(self, scores, *, n_boot: int = 200, level: float = 0.9, seed: int | None = 0):
         """Bootstrap bounds over queries of the propensity estimate at ``scores`` (the trained

@@ -23,7 +23,8 @@ A click on document :math:`i`, shown at position :math:`p_i`, counts
 :math:`1/m^2` instead of growing like :math:`1/\theta_p^2` down the list, while documents at
 positions with :math:`\theta_p < m` are under-weighted by :math:`\theta_p / m`, so the loss
 leans towards the logging ranker's order there. ``m`` is in the scale of the propensities:
-relative to position 1 for estimated ones.
+relative to the first position shown (position 1 in a log that starts at the top) for
+estimated ones.
 
 Estimated propensities
 ----------------------
@@ -42,7 +43,8 @@ its optimum; for other losses, and for an under- or over-fitted model, the fitte
     \kappa_q = \frac{\sum_{i \in q} c_i}{\sum_{i \in q} \theta_{p_i} e^{a s_i}}, \qquad
     \theta_p = \frac{\sum_{i:\, p_i = p} c_i}{\sum_{i:\, p_i = p} \kappa_{q(i)} e^{a s_i}}
 
-with a Newton step in :math:`a`, and reported relative to position 1. This is the
+with a Newton step in :math:`a`, and reported relative to the first position a row was
+shown at (position 1, unless the log starts lower, as a second results page). This is the
 M-step of regression-EM (Wang et al., WSDM 2018) for a relevance model given by the
 current ranker, in the spirit of the dual learning algorithm (Ai et al., SIGIR 2018).
 
@@ -366,9 +368,15 @@ class ClickObjective(RankingObjective):
             return state["unexamined"].copy()
 
     def _left_out_positions(self, state) -> np.ndarray:
+        """The positions whose rows the loss leaves out (unexamined or saturated)."""
         fit = self._fit_of(state)
         with fit.lock:
             return state["left_out"].copy()
+
+    def _unread_positions(self, state) -> np.ndarray:
+        """The positions whose estimate nothing read: those left out, and those no row of
+        the whole training data was shown at (above a log's first position, or between)."""
+        return self._left_out_positions(state) | state["rowless"]
 
     def _saturated_positions(self, clicks, position, offsets, n_positions: int, reduce) -> np.ndarray:
         """Positions whose rows the loss leaves out as saturated (none: a click-count loss
@@ -477,6 +485,8 @@ class ClickObjective(RankingObjective):
             # found from the clicks alone, once: every estimate leaves their rows out
             state["saturated"] = self._saturated_positions(clicks, pos, offsets, n_positions, reduce)
             state["fit_position"] = pos
+            state["rowless"] = sum_over_workers(
+                np.bincount(pos[shown] - 1, minlength=n_positions).astype(np.float64), reduce) == 0
             if self.propensity_model == "power":
                 # the power law gives every position a value: a clickless one is found from the
                 # clicks, and its rows kept out of every fit, where the other curves' zero at it
