@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -273,6 +274,20 @@ def test_estimate_mode_needs_positions_but_weighted_labels_do_not(name):
     grad, _ = make(propensity=None).grad_hess([1.0, 0.0], [0.0, 0.0], [2])
     # softmax: W pi - w; pairwise: one pair, -rho / ln 2 at equal scores
     np.testing.assert_allclose(grad, [-0.5, 0.5] if name == "ips_listnet" else [-0.5 / np.log(2), 0.5 / np.log(2)])
+
+
+@pytest.mark.parametrize("name", CLICK_OBJECTIVES)
+def test_an_estimate_over_calls_with_labels_that_are_not_an_array_is_warned_about(name):
+    # nothing is kept between calls for a list: the estimate would restart at every call
+    objective = CLICK_OBJECTIVES[name]()
+    labels, sizes, position = np.array([3.0, 1.0, 0.0, 2.0, 0.0, 1.0]), [3, 3], np.array([1, 2, 3, 1, 2, 3])
+    with pytest.warns(UserWarning, match="not a numpy array: nothing is kept between calls"):
+        objective.grad_hess(list(labels), np.zeros(6), sizes, position=position)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        objective.grad_hess(labels, np.zeros(6), sizes, position=position)
+        CLICK_OBJECTIVES[name](propensity=[1.0, 0.5, 0.3]).grad_hess(list(labels), np.zeros(6), sizes,
+                                                                    position=position)
 
 
 @pytest.mark.parametrize("kwargs, match", [

@@ -4,6 +4,7 @@ the engine's rows, and training in both engines."""
 
 from __future__ import annotations
 
+import copy
 import pickle
 
 import numpy as np
@@ -242,6 +243,21 @@ def test_pickles_and_settings_are_fixed():
     with pytest.raises(AttributeError, match="fixed when it is built"):
         obj.weights = np.array([1.0, 0.0])
     assert obj.labels.flags.writeable is False
+
+
+def test_copies_are_equal_and_find_the_binding_after_lgb_train():
+    # lgb.train trains a deep copy of the objective: equal by its settings, inner objective
+    # included, it finds the one binding the training made
+    lgb = pytest.importorskip("lightgbm")
+    X, labels, sizes = engine_data(0)
+    obj = gbrank.multi_label(gbrank.lambdarank(), labels)
+    for twin in (copy.deepcopy(obj), pickle.loads(pickle.dumps(obj)), gbrank.multi_label(gbrank.lambdarank(), labels)):
+        assert twin.value_key == obj.value_key
+    assert gbrank.multi_label(gbrank.listnet(), labels).value_key != obj.value_key
+    dtrain = lgb.Dataset(X, labels[:, 0], group=sizes)
+    for _ in range(2):
+        lgb.train({**lgb_params(min_data_in_leaf=10), "objective": obj}, dtrain, num_boost_round=2)
+    assert obj.binding(dtrain).n_rows == X.shape[0]
 
 
 # --------------------------------------------------------------------------- reporting

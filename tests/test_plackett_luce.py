@@ -330,6 +330,14 @@ def test_bad_parameters_raise(factory, kwargs, message):
 
 
 # --------------------------------------------------------------------------- protocol
+def test_position_weights_are_kept_as_given_at_construction():
+    weights = [1.0, 0.5, 0.25]
+    obj = gbrank.plackett_luce(weights)
+    weights.append(9.0)
+    assert repr(obj).startswith("plackett_luce(position_weights=(1.0, 0.5, 0.25), ")
+    assert pickle.loads(pickle.dumps(obj)).value_key == obj.value_key
+
+
 def test_repr_pickle_and_cache():
     obj = gbrank.listmle_topk(k=5, seed=3)
     assert repr(obj).startswith("listmle_topk(k=5, ties='random', seed=3")

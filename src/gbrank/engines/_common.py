@@ -8,6 +8,7 @@ to an objective, and the engines are imported inside the functions that build or
 from __future__ import annotations
 
 import contextlib
+import warnings
 from dataclasses import dataclass, replace
 from typing import Any, ContextManager
 
@@ -237,6 +238,13 @@ def gradients(objective, preds, data=None, *, labels=None, sizes=None, weights=N
             return objective.grad_hess(labels, preds, sizes, weights, position=position)
         return objective(preds, data) if data is not None else objective(labels, preds, weights, sizes)
     owner = data if data is not None else bindings.owner_of_labels(labels)
+    if owner is None and getattr(objective, "mode", None) == "estimate":
+        warnings.warn(
+            f"{objective!r} estimates its propensities across calls, but the labels are a {type(labels).__name__}, "
+            "not a numpy array: nothing is kept between calls, so every call starts the estimate afresh. Pass "
+            "y_true as a numpy array (the same one at every call), or bind once with objective.bind(labels, "
+            "group, position=...) and call the binding's grad_hess",
+            UserWarning, stacklevel=3)
     binding = bindings.bound(objective, owner, labels, sizes, weights, position, statistics)
     with kernel_threads(data):
         return binding.grad_hess(preds, init_score=init_score)
@@ -266,10 +274,16 @@ class PositionedObjective:
                     f"position must hold one display position per row of the training set (a 1-d array), got shape "
                     f"{values.shape}; or 'row_order' where each query's rows are in display order"
                 )
-            # copies of this object share the array: nothing may change it under them
             self.position = _positions.check(values, values.size)
             self.position.setflags(write=False)
         self.statistics = statistics
+
+    def __setstate__(self, state) -> None:
+        # a deep copy or an unpickled one holds its own array, read-only as the original's:
+        # its shallow copies share it
+        self.__dict__.update(state)
+        if self.position is not None:
+            self.position.setflags(write=False)
 
     def __call__(self, preds, data):
         from . import read

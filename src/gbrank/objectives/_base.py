@@ -69,6 +69,9 @@ def _key_of(value: Any) -> Any:
         return ("dict", tuple(sorted((repr(k), _key_of(v)) for k, v in value.items())))
     if isinstance(value, functools.partial):
         return ("partial", value.func, _key_of(value.args), _key_of(value.keywords))
+    if isinstance(getattr(value, "value_key", None), tuple):
+        # an objective inside another (multi_label's): equal by its settings, as its copies are
+        return ("objective", value.value_key)
     try:
         hash(value)
     except TypeError:

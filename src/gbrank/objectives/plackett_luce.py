@@ -445,10 +445,13 @@ def plackett_luce(
     if callable(position_weights):
         weight_fn = partial(_callable_weights, position_weights)
     else:
-        table = np.asarray(position_weights, dtype=np.float64)
+        table = np.array(position_weights, dtype=np.float64)
         if table.ndim != 1 or not np.isfinite(table).all() or table.min(initial=0.0) < 0:
             raise ValueError("position_weights must be a 1-D array of finite, non-negative values")
+        table.setflags(write=False)
         weight_fn = partial(_table_weights, table)
+        # a tuple: what the repr shows cannot be changed through the caller's list or a copy
+        position_weights = tuple(table.tolist())
     return PlackettLuce(weight_fn, {"position_weights": position_weights}, "plackett_luce", **_common(locals()))
 
 
