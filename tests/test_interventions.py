@@ -219,11 +219,34 @@ def test_rows_never_shown_are_skipped():
     np.testing.assert_array_equal(base, extra)
 
 
+@pytest.mark.parametrize("impressions, rate, weighting", [
+    (1e155, 1.0, "harmonic"),    # N_i N_j beyond the float range
+    (1e9, 1e-9, "equal"),        # click-through rates of 1e-9
+    (1e9, 1e-9, "harmonic"),
+])
+def test_the_estimate_holds_at_extreme_counts_and_rates(impressions, rate, weighting):
+    theta = np.array([1.0, 0.5, 0.25])
+    qid, doc, position = np.zeros(6, int), np.array([0, 1, 2, 0, 1, 2]), np.array([1, 2, 3, 2, 3, 1])
+    clicks = impressions * rate * theta[position - 1] * np.array([0.8, 0.4, 0.2])[doc]
+    estimate = gbrank.harvest_propensity(qid, doc, position, clicks, impressions=impressions, weighting=weighting)
+    np.testing.assert_allclose(estimate, theta, rtol=1e-4)
+
+
+def test_sets_without_a_non_click_are_refused_not_infinite():
+    qid, doc, position = np.zeros(6, int), np.array([0, 1, 2, 0, 1, 2]), np.array([1, 2, 3, 2, 3, 1])
+    with pytest.raises(ValueError, match=r"positions \[2, 3\] have no finite estimate"):
+        gbrank.harvest_propensity(qid, doc, position, np.full(6, 100.0), impressions=100)
+
+
 @pytest.mark.parametrize("change, match", [
     (dict(clicks=[5, 1, 300]), r"row 2 has 300 clicks in 100 impressions"),
     (dict(position=[1, 0, 2]), r"position\[1\] = 0"),
     (dict(position=[1, -1, 2]), r"row 1 has 1 clicks but position -1"),
-    (dict(position=[1.5, 2, 1]), "position must hold integers"),
+    (dict(position=[1.5, 2, 1]), r"position\[0\] = 1.5: positions are integers"),
+    (dict(position=[1, 2, np.inf]), r"position\[2\] = inf: positions are integers"),
+    (dict(qid=[0, np.nan, 0]), r"qid\[1\] is missing"),
+    (dict(doc=[0, None, 2]), r"doc\[1\] is missing"),
+    (dict(position=[1, 2, 20_000]), r"position\[2\] = 20000: .* pass n_positions"),
     (dict(clicks=[5, -1, 3]), r"clicks\[1\] = -1:"),
     (dict(clicks=[5, np.nan, 3]), r"clicks\[1\] = nan"),
     (dict(doc=[0, 1]), "doc has 2 rows but qid has 3"),

@@ -149,6 +149,13 @@ def check_float(name: str, value, *, min: float | None = None, strict: bool = Fa
     )
 
 
+def check_bool(name: str, value) -> bool:
+    """Return ``value`` if it is True or False (a string such as ``"no"`` would read as True)."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise InvalidParameterError(f"{name} must be True or False, got {value!r}")
+
+
 def check_choice(name: str, value, choices) -> str:
     """Return ``value`` if it is one of the strings ``choices``."""
     if isinstance(value, str) and value in choices:

@@ -129,7 +129,7 @@ from typing import Any, Literal
 import numpy as np
 
 from . import engines as _engines
-from ._validation import check_float, check_int
+from ._validation import check_bool, check_float, check_int
 from .engines._common import FRONT_END_PARAMS, refuse_params
 from .engines.statistics import Statistics
 from .groups import group_offsets
@@ -168,6 +168,13 @@ def _default_objectives(*, cascade: bool) -> list:
 
 
 # ----------------------------------------------------------------------------- the criterion
+def _check_finite_scores(scores: np.ndarray, rows: np.ndarray) -> None:
+    """Refuse a non-finite score of the held-out ``rows``, naming the first."""
+    if not np.isfinite(scores).all():
+        at = int(np.flatnonzero(~np.isfinite(scores))[0])
+        raise ValueError(f"the score of held-out row {int(rows[at])} is {scores[at]}: scores must be finite")
+
+
 class _HeldOut:
     """The held-out clicks of the shown rows, per query, ready to score against each shown
     row's exposure (its propensity, or its expected number of examinations)."""
@@ -202,8 +209,7 @@ class _HeldOut:
         """The criterion (per click) and the temperature it was taken at: ``tau`` if given,
         else the profiled one. ``log_theta``: the log exposure of each shown row."""
         s = np.asarray(scores, dtype=np.float64)[self.shown]
-        if not np.isfinite(s).all():
-            raise ValueError("the scores of the held-out rows are not all finite")
+        _check_finite_scores(s, self.shown)
         if tau is None:
             tau = self._profile(s, log_theta)
         value, _ = self._at(s, tau, log_theta)
@@ -276,8 +282,7 @@ def _profiled_queries(scores, clicks, offsets, position) -> tuple[np.ndarray, fl
     held = _HeldOut(clicks, offsets, shown & clicked[at])
     pos = at[held.shown]
     s = np.asarray(scores, dtype=np.float64)[held.shown]
-    if not np.isfinite(s).all():
-        raise ValueError("the scores of the held-out rows are not all finite")
+    _check_finite_scores(s, held.shown)
     log_theta = np.zeros(clicked_at.size)
     value, best = np.inf, None
     for _ in range(_THETA_ITERATIONS):
@@ -500,9 +505,11 @@ def _check_engine(engine) -> None:
         raise ValueError(f"engine must be 'lightgbm' or 'xgboost', got {engine!r}")
 
 
-def _check_rows(X, clicks: np.ndarray) -> None:
-    if X.shape[0] != clicks.size:
-        raise ValueError(f"X has {X.shape[0]} rows but clicks has {clicks.size}")
+def _check_rows(X, n_rows: int, what: str = "clicks has") -> None:
+    if len(X.shape) != 2:
+        raise ValueError(f"X must be a matrix of features (n_rows, n_features), got shape {X.shape}")
+    if X.shape[0] != n_rows:
+        raise ValueError(f"X has {X.shape[0]} rows but {what} {n_rows}")
 
 
 def _check_objective(objective) -> None:
@@ -538,8 +545,7 @@ def _cascade_log(X, targets, group, qid):
     the queries kept."""
     n_rows = targets.targets.size
     offsets = group_offsets(n_rows, group=group, qid=qid)
-    if X.shape[0] != n_rows:
-        raise ValueError(f"X has {X.shape[0]} rows but the cascade targets have {n_rows}")
+    _check_rows(X, n_rows, "the cascade targets have")
     rows = np.flatnonzero(targets.examined)
     if rows.size == 0:
         raise ValueError("no row of the cascade targets was examined: the sessions hold no click information")
@@ -836,7 +842,7 @@ def fit_propensity(
     if not hasattr(X, "shape"):
         X = np.asarray(X)
     clicks, offsets, position = _check_log(clicks, group, qid, position)
-    _check_rows(X, clicks)
+    _check_rows(X, clicks.size)
     if not clicks.any():
         raise ValueError("the log has no click: nothing to estimate the propensities from (they would stay at 1)")
     params = _engine_params(engine, params, "fit_propensity trains gbrank.pbm_listnet(propensity='estimate') for "
@@ -984,6 +990,8 @@ def fit_clicks(
     held_out = check_float("held_out", held_out, min=0.0, strict=True)
     if held_out >= 1:
         raise ValueError(f"held_out must be a share of the queries in (0, 1), got {held_out!r}")
+    seed = check_int("seed", seed, min=0, optional=True)
+    refit = check_bool("refit", refit)
     if objective is None:
         candidates = None  # the default depends on the clicks: see below
     elif isinstance(objective, (list, tuple)):
@@ -1011,7 +1019,7 @@ def fit_clicks(
         for candidate in candidates or ():
             _check_objective(candidate)
         clicks, offsets, position = _check_log(clicks, group, qid, position)
-        _check_rows(X, clicks)
+        _check_rows(X, clicks.size)
         # on counts the default fits the propensities first: once the inputs are checked, below
         binary = _binary(clicks)
         settle = candidates is None and not binary

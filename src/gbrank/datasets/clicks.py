@@ -63,7 +63,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_choice, check_float, check_int
+from .._validation import check_bool, check_choice, check_float, check_int
 from ..groups import check_group, row_in_query, sizes_to_qid
 
 __all__ = ["ClickLog", "click_probability", "simulate_clicks"]
@@ -135,6 +135,12 @@ class ClickLog:
         if clip is not None:
             rho = np.maximum(rho, check_float("clip", clip, min=0.0, strict=True))
         unseen = np.flatnonzero(hit)[rho <= 0]
+        if unseen.size and self.position is not None:
+            row = int(unseen[0])
+            raise ValueError(
+                f"row {row} was clicked at position {int(self.position[row])}, whose examination probability is 0 "
+                f"({unseen.size} such rows; a curve as steep as this one underflows there): give ips_weights(clip=...)"
+            )
         if unseen.size:
             raise ValueError(
                 f"row {int(unseen[0])} was clicked but its estimated propensity is 0 ({unseen.size} such rows): "
@@ -150,6 +156,8 @@ def click_probability(labels, *, eps: float = 0.1, max_label: float | None = Non
     labels = np.asarray(labels, dtype=np.float64)
     if labels.size and (not np.isfinite(labels).all() or labels.min() < 0):
         raise ValueError("labels must be finite and non-negative")
+    eps = check_float("eps", eps, min=0.0)
+    max_label = check_float("max_label", max_label, min=0.0, optional=True)
     top = float(labels.max()) if max_label is None and labels.size else float(max_label or 0)
     if labels.size and labels.max() > top:
         row = int(np.argmax(labels))
@@ -187,6 +195,19 @@ def _trust_curves(click_model, eps_plus, eps_minus, k):
     return tuple(curves)
 
 
+def _checked_features(X, n_rows: int) -> np.ndarray:
+    """``X`` as a float matrix of ``n_rows`` finite rows, or an error naming the first bad entry."""
+    A = np.asarray(X, dtype=np.float64)
+    if A.ndim != 2 or A.shape[0] != n_rows:
+        raise ValueError(f"X must be a matrix with one row per label ({n_rows} rows), got shape {A.shape}")
+    bad = ~np.isfinite(A)
+    if bad.any():
+        row, col = (int(i[0]) for i in np.nonzero(bad))
+        raise ValueError(f"X[{row}, {col}] = {float(A[row, col])!r}: the features the logging ranker is fitted on must be "
+                         "finite (or pass logging_scores)")
+    return A
+
+
 def _weak_logging_scores(X, y, offsets, fraction, rng):
     """Ridge regression of the labels on the features of a random ``fraction`` of the queries."""
     n_queries = offsets.shape[0] - 1
@@ -194,6 +215,10 @@ def _weak_logging_scores(X, y, offsets, fraction, rng):
     chosen = np.sort(rng.choice(n_queries, size=n_fit, replace=False))
     rows = np.concatenate([np.arange(offsets[q], offsets[q + 1]) for q in chosen])
     A = np.asarray(X, dtype=np.float64)
+    # standardising is the same for any positive scale of a column: a column whose squares
+    # could overflow the variance is divided by its largest magnitude first
+    top = np.abs(A).max(axis=0)
+    A = A / np.where(top > 1e150, top, 1.0)
     mean = A[rows].mean(axis=0)
     scale = A[rows].std(axis=0)
     scale[scale == 0] = 1.0
@@ -345,15 +370,16 @@ def simulate_clicks(
     trust = _trust_curves(click_model, eps_plus, eps_minus, k)
     if policy not in ("deterministic", "plackett_luce"):
         raise ValueError(f"policy must be 'deterministic' or 'plackett_luce', got {policy!r}")
-    if not (np.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"temperature must be finite and positive, got {temperature!r}")
-    rng = np.random.default_rng(seed)
+    temperature = check_float("temperature", temperature, min=0.0, strict=True)
+    per_session = check_bool("per_session", per_session)
+    rng = np.random.default_rng(check_int("seed", seed, min=0, optional=True))
     if logging_scores is None:
         if X is None:
             raise ValueError("pass logging_scores, or X to fit a weak logging ranker on")
-        if not 0.0 < logging_fraction <= 1.0:
+        logging_fraction = check_float("logging_fraction", logging_fraction, min=0.0, strict=True)
+        if logging_fraction > 1.0:
             raise ValueError(f"logging_fraction must lie in (0, 1], got {logging_fraction!r}")
-        scores = _weak_logging_scores(X, labels, offsets, logging_fraction, rng)
+        scores = _weak_logging_scores(_checked_features(X, labels.size), labels, offsets, logging_fraction, rng)
     else:
         scores = np.asarray(logging_scores, dtype=np.float64)
         if scores.shape != labels.shape:

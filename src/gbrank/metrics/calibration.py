@@ -120,7 +120,14 @@ def log_loss(y_true, y_pred, group=None, *, max_label: float | None = None, prob
     if probability:
         q = np.clip(scores, _EPSILON, 1.0 - _EPSILON)
         return float(np.mean(-targets * np.log(q) - (1.0 - targets) * np.log1p(-q)))
-    return float(np.mean(targets * _softplus(-scores) + (1.0 - targets) * _softplus(scores)))
+    return _mean(targets * _softplus(-scores) + (1.0 - targets) * _softplus(scores))
+
+
+def _mean(values: np.ndarray) -> float:
+    """The mean, also where the sum of finite terms (scores near the float range) overflows."""
+    with np.errstate(over="ignore"):
+        mean = np.mean(values)
+    return float(mean if np.isfinite(mean) else np.sum(values / values.size))
 
 
 class CalibrationBins(NamedTuple):

@@ -44,9 +44,17 @@ def per_label_ndcg(labels, y_pred, group, k: int | None = 10, **conventions) -> 
     [0.5213, 0.6131]
     """
     columns = np.asarray(labels)
-    if columns.ndim != 2:
-        raise ValueError(f"labels must have shape (n_rows, n_labels), got {columns.shape}")
-    return np.array([ndcg(columns[:, j], y_pred, group, k, **conventions) for j in range(columns.shape[1])])
+    if columns.ndim != 2 or columns.shape[1] == 0:
+        raise ValueError(f"labels must have shape (n_rows, n_labels) with a label column or more, got {columns.shape}")
+    values = []
+    for j in range(columns.shape[1]):
+        try:
+            values.append(ndcg(columns[:, j], y_pred, group, k, **conventions))
+        except ValueError as error:
+            if "y_true" not in str(error):
+                raise
+            raise type(error)(f"labels[:, {j}]: {error}") from error
+    return np.array(values)
 
 
 def pareto_front(points) -> np.ndarray:
@@ -70,6 +78,9 @@ def pareto_front(points) -> np.ndarray:
     p = np.asarray(points, dtype=np.float64)
     if p.ndim != 2:
         raise ValueError(f"points must have shape (n_points, n_objectives), got {p.shape}")
+    if not np.isfinite(p).all():
+        row = int(np.flatnonzero(~np.isfinite(p).all(axis=1))[0])
+        raise ValueError(f"points[{row}] = {p[row].tolist()} is not finite: a point no comparison can place")
     at_least = (p[None, :, :] >= p[:, None, :]).all(axis=2)
     better = (p[None, :, :] > p[:, None, :]).any(axis=2)
     return ~(at_least & better).any(axis=1)

@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_labels
+from .._validation import check_bool, check_labels
 from ..groups import check_group
 from .propensity import check_positions
 
@@ -161,9 +161,21 @@ def affine_targets(clicks, position, group, *, theta, eps_plus, eps_minus, impre
     target = np.zeros(c.shape)
     loss = np.zeros(c.shape)  # N_i beta / alpha: what trust alone explains, in the targets' scale
     at = pos[seen] - 1
-    loss[seen] = n[seen] * beta[at] / alpha[at]
-    target[seen] = c[seen] / alpha[at] - loss[seen]
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # refused below, by row
+        loss[seen] = n[seen] * beta[at] / alpha[at]
+        target[seen] = c[seen] / alpha[at] - loss[seen]
+    shift = check_bool("shift", shift)
     if shift and c.size:
         # every query has a row (check_group): reduceat sees no empty query
         target += np.repeat(np.maximum.reduceat(loss, offsets[:-1]), np.diff(offsets))
+    bad = seen & ~(np.isfinite(target) & np.isfinite(loss))
+    if bad.any():
+        # a shift is finite where every shown row of its query is
+        row = int(np.flatnonzero(bad)[0])
+        p = int(pos[row])
+        raise ValueError(
+            f"the corrected target of row {row} is not finite: alpha = theta (eps_plus - eps_minus) at its position "
+            f"{p} is {float(alpha[p - 1]):g}, too small to divide by; give propensities and trust curves whose "
+            "difference is not vanishingly small there"
+        )
     return target

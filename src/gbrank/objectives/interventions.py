@@ -62,6 +62,11 @@ __all__ = ["harvest_propensity", "intervention_sets", "fit_all_pairs"]
 _WEIGHTINGS = ("harmonic", "equal")
 
 
+#: The deepest position taken without ``n_positions``: the sets' matrices then hold at most
+#: 10**8 entries each.
+_DEEPEST = 10_000
+
+
 def _column(values, name: str, n: int | None) -> np.ndarray:
     arr = np.asarray(values)
     if arr.ndim != 1:
@@ -95,9 +100,20 @@ def intervention_sets(qid, doc, position, clicks, *, impressions, n_positions: i
     qid = _column(qid, "qid", None)
     n = qid.shape[0]
     doc = _column(doc, "doc", n)
+    for name, values in (("qid", qid), ("doc", doc)):
+        missing = pd.isna(values)
+        if missing.any():
+            row = int(np.flatnonzero(missing)[0])
+            raise ValueError(f"{name}[{row}] is missing ({values[row]}): every logged row needs a query and a "
+                             "document id; fill or drop the rows without")
     pos = _column(position, "position", n)
-    if pos.dtype.kind not in "iuf" or (pos.size and (pos != np.round(pos)).any()):
+    if pos.dtype.kind not in "iuf":
         raise ValueError("position must hold integers: 1 at the top, -1 for a row never shown")
+    fractional = pos != np.round(pos) if pos.dtype.kind == "f" else np.zeros(n, dtype=bool)
+    if fractional.any() or (pos.dtype.kind == "f" and not np.isfinite(pos).all()):
+        row = int(np.flatnonzero(fractional | ~np.isfinite(pos))[0])
+        raise ValueError(f"position[{row}] = {float(pos[row])!r}: positions are integers, 1 at the top, -1 for a row "
+                         "never shown")
     pos = pos.astype(np.int64)
     clicks = _numeric(clicks, "clicks", n)
     if np.ndim(impressions) == 0:
@@ -125,6 +141,12 @@ def intervention_sets(qid, doc, position, clicks, *, impressions, n_positions: i
         row = int(np.flatnonzero(unshown)[0])
         raise ValueError(f"row {row} is at position {pos[row]} with 0 impressions; give -1 for a row never shown")
     top = int(pos.max(initial=0)) if n_positions is None else check_int("n_positions", n_positions, min=1)
+    if n_positions is None and top > _DEEPEST:
+        row = int(np.argmax(pos))
+        raise ValueError(
+            f"position[{row}] = {top}: the sets of every pair of positions take {top} x {top} entries; pass "
+            f"n_positions (at most {_DEEPEST}) to estimate the top positions only"
+        )
     if top < 1:
         raise ValueError("no row was shown (every position is -1): there is nothing to estimate from")
     keep = (pos >= 1) & (pos <= top)
@@ -153,7 +175,8 @@ def intervention_sets(qid, doc, position, clicks, *, impressions, n_positions: i
     if first:
         i = np.concatenate(first)
         j = np.concatenate(second)
-        omega = count[i] * count[j] / (count[i] + count[j]) if weighting == "harmonic" else np.ones(i.size)
+        # the harmonic mean's half, N_i N_j / (N_i + N_j), without the product's overflow
+        omega = 1.0 / (1.0 / count[i] + 1.0 / count[j]) if weighting == "harmonic" else np.ones(i.size)
         np.add.at(clicked, (p[i], p[j]), omega * rate[i])
         np.add.at(not_clicked, (p[i], p[j]), omega * (1.0 - rate[i]))
         np.add.at(n_pairs, (p[i], p[j]), 1)
@@ -172,12 +195,23 @@ def _connected_to_first(edges: np.ndarray) -> np.ndarray:
     return reached
 
 
+def _log1mexp(z: np.ndarray) -> np.ndarray:
+    """log(1 - e^z) for z < 0, accurate at both ends (Maechler 2012): at click-through rates
+    of 1e-9 the plain form's rounding would hide the last steps of the fit."""
+    return np.where(z < -np.log(2.0), np.log1p(-np.exp(np.minimum(z, 0.0))), np.log(-np.expm1(np.minimum(z, -1e-300))))
+
+
 def fit_all_pairs(clicked: np.ndarray, not_clicked: np.ndarray, *, max_iter: int = 200,
                   tol: float = 1e-10) -> np.ndarray:
     r"""The AllPairs extremum estimate from the sets' weighted clicks and non-clicks
     (:func:`intervention_sets`): :math:`\theta` relative to position 1, NaN where no chain
     of sets with clicks links a position to position 1."""
     top = clicked.shape[0]
+    # the estimate is the same for any common scale of the sets; at one click in total the
+    # stopping rule's tolerance is relative whatever the click-through rates or the weights
+    scale = float(np.sum(clicked))
+    if scale > 0:
+        clicked, not_clicked = clicked / scale, not_clicked / scale
     informative = (clicked + clicked.T) > 0
     np.fill_diagonal(informative, False)
     reached = _connected_to_first(informative)
@@ -206,7 +240,7 @@ def fit_all_pairs(clicked: np.ndarray, not_clicked: np.ndarray, *, max_iter: int
         z = x[term_b] + np.where(has_a, x[np.maximum(term_a, 0)], 0.0)
         if np.any(z[nc > 0] >= 0.0):
             return -np.inf, z
-        return float(np.sum(c * z) + np.sum(nc[nc > 0] * np.log(-np.expm1(z[nc > 0])))), z
+        return float(np.sum(c * z) + np.sum(nc[nc > 0] * _log1mexp(z[nc > 0]))), z
 
     x = np.zeros(n_vars)
     total = clicked[k_of, k2_of] + clicked[k2_of, k_of]
@@ -240,6 +274,12 @@ def fit_all_pairs(clicked: np.ndarray, not_clicked: np.ndarray, *, max_iter: int
         if gain <= tol * (1.0 + abs(value)):
             break
     theta[free] = np.exp(x[:n_free])
+    if not np.isfinite(theta[free]).all():
+        unbounded = (free[~np.isfinite(theta[free])] + 1).tolist()
+        raise ValueError(
+            f"the propensities of positions {unbounded} have no finite estimate: the sets linking them to position 1 "
+            "hold clicks but no non-click (every impression clicked), so nothing bounds their ratio"
+        )
     return theta
 
 

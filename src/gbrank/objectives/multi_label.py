@@ -125,7 +125,8 @@ def _check_weights(weights, n_labels: int | None, aggregate: str) -> np.ndarray 
         raise ValueError(f"weights must be finite and non-negative, got {weights!r}")
     sums = w.sum(axis=-1)
     if (sums <= 0).any():
-        raise ValueError("weights must not all be zero (for a query, with weights per query)")
+        where = f" (query {int(np.flatnonzero(sums <= 0)[0])}'s row of the weights per query)" if w.ndim == 2 else ""
+        raise ValueError(f"weights must not all be zero{where}")
     return w / sums[..., None]
 
 
