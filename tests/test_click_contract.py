@@ -170,11 +170,15 @@ def test_a_training_set_with_initial_scores_trained_twice_starts_afresh_and_cont
         np.testing.assert_allclose(scores(train(4, train(4))), first, rtol=1e-9, atol=1e-9)
 
 
-def test_lightgbm_positions_set_after_construction_are_not_stale(natural):
+@pytest.mark.parametrize("change", ["reversed rows", "second page", "order reversed"])
+def test_lightgbm_positions_set_after_construction_are_not_stale(natural, change):
+    # LightGBM keeps the new ids only; shifted or reversed in value, positions keep their ids
     X, clicks, group, pos, log = natural
     dataset = _dataset(X, clicks, group, pos)
     lgb.train({**LGB, "objective": gbrank.ips_listnet()}, dataset, 2)
-    dataset.set_position(pos[::-1].copy())  # LightGBM keeps the new ids only
+    new = {"reversed rows": pos[::-1], "second page": np.where(pos > 0, pos + 10, -1),
+           "order reversed": np.where(pos > 0, 13 - pos, -1)}[change]
+    dataset.set_position(new.copy())
     with pytest.raises(ValueError, match="positions changed after"):
         lgb.train({**LGB, "objective": gbrank.ips_listnet()}, dataset, 2)
 

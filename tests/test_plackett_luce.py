@@ -334,7 +334,7 @@ def test_position_weights_are_kept_as_given_at_construction():
     weights = [1.0, 0.5, 0.25]
     obj = gbrank.plackett_luce(weights)
     weights.append(9.0)
-    assert repr(obj).startswith("plackett_luce(position_weights=(1.0, 0.5, 0.25), ")
+    assert repr(obj).startswith("plackett_luce(position_weights=[1.0, 0.5, 0.25], ")
     assert pickle.loads(pickle.dumps(obj)).value_key == obj.value_key
 
 

@@ -99,7 +99,9 @@ def keep(data, position, ids=None) -> None:
     values = check(position, len(position))
     values.setflags(write=False)
     with _LOCK:
-        _GIVEN[data] = values, None if ids is None else np.array(ids, copy=True)
+        # the array itself: set_position replaces it, also with the same ids (positions
+        # shifted or reversed), which a copy of the ids could not tell apart
+        _GIVEN[data] = values, ids
 
 
 def given(data) -> np.ndarray | None:
@@ -109,7 +111,7 @@ def given(data) -> np.ndarray | None:
         kept = _GIVEN.get(data)
     if kept is not None:
         values, ids = kept
-        if ids is not None and not np.array_equal(np.asarray(data.get_position()), ids):
+        if ids is not None and data.get_position() is not ids:
             raise ValueError(
                 "the LightGBM Dataset's positions changed after gbrank kept them (set_position on a "
                 "constructed Dataset, of which LightGBM keeps only ids): build a new Dataset with "

@@ -302,7 +302,7 @@ class PlackettLuce(RankingObjective):
 
     def _params(self) -> dict[str, Any]:
         return {
-            **self._factory_params,
+            **{key: list(value) if isinstance(value, tuple) else value for key, value in self._factory_params.items()},
             "ties": self.ties,
             "seed": self.seed,
             "ignore_all_equal": self.ignore_all_equal,
@@ -450,7 +450,7 @@ def plackett_luce(
             raise ValueError("position_weights must be a 1-D array of finite, non-negative values")
         table.setflags(write=False)
         weight_fn = partial(_table_weights, table)
-        # a tuple: what the repr shows cannot be changed through the caller's list or a copy
+        # kept as a tuple, shown as a list: nothing changes it through the caller's list or a copy
         position_weights = tuple(table.tolist())
     return PlackettLuce(weight_fn, {"position_weights": position_weights}, "plackett_luce", **_common(locals()))
 
