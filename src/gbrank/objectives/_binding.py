@@ -62,7 +62,9 @@ class Binding:
     them by value), the state prepared from them, and what training learns of them: for the
     click objectives with ``propensity="estimate"``, the propensity estimate
     (``propensity_``). A binding belongs to its training set: copies of the objective share
-    nothing with it.
+    nothing with it. Its arrays (``offsets``, ``weights``, ``position``, ``state``) are the
+    training's working data, shared by every training on that set: read them, never write
+    into them.
     """
 
     __slots__ = ("objective", "offsets", "weights", "position", "statistics", "state", "_given")
