@@ -397,6 +397,53 @@ def test_compiled_entries_are_told_apart_by_kernel_and_closure():
     assert _stamp(_query_sums) != _stamp(_fails_on)
 
 
+_FIRST_COMPILE = """
+import sys, numba, numpy as np, gbrank
+rng = np.random.default_rng(4)
+sizes = rng.integers(1, 60, 300)
+y, s = rng.integers(0, 5, sizes.sum()).astype(float), rng.normal(size=sizes.sum())
+numba.set_num_threads(1)
+getattr(gbrank, sys.argv[1])().grad_hess(y, s, sizes)
+"""
+
+_BOTH_ON_THE_TEAM = """
+import lightgbm, numba, numpy as np, gbrank
+for name in ("lambdarank", "ranknet"):
+    exec(open(__file__.replace("both.py", "first.py")).read().replace("sys.argv[1]", repr(name)))
+data = gbrank.datasets.make_ranking(n_queries=600, docs_per_query=25, n_features=2, seed=4)
+scores = np.random.default_rng(5).normal(size=data.y.size)
+objective = gbrank.lambdarank()
+alone = objective.grad_hess(data.y, scores, data.group)
+numba.set_num_threads(2)
+with gbrank._parallel.engine_threads("lightgbm", 2):
+    team = objective.grad_hess(data.y, scores, data.group)
+print(float(np.abs(team[0] - alone[0]).max()))
+"""
+
+
+def test_kernels_compiled_first_in_two_processes_keep_apart_in_a_third(tmp_path):
+    """Two pairwise families, each compiled first in a process of its own (a user who trained
+    ranknet, then lambdarank), read from the disk cache into one process: the engine team's
+    entry of one must run its own family's code, not the other's (their compiled code once
+    shared a symbol name, and the team computed RankNet's gradients for LambdaRank)."""
+    import os
+    import subprocess
+    import sys
+
+    _needs_a_team("lightgbm")
+    first, both = tmp_path / "first.py", tmp_path / "both.py"
+    first.write_text(_FIRST_COMPILE)
+    both.write_text(_BOTH_ON_THE_TEAM)
+    source = os.path.dirname(os.path.dirname(gbrank.__file__))
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": os.pathsep.join([source, os.environ.get("PYTHONPATH", "")])}
+    for name in ("ranknet", "lambdarank"):
+        subprocess.run([sys.executable, str(first), name], env=env, check=True, timeout=600)
+    done = subprocess.run([sys.executable, str(both)], env=env, check=True, timeout=600, capture_output=True,
+                          text=True)
+    assert float(done.stdout.split()[-1]) == 0.0
+
+
 @pytest.mark.parametrize("nthread", [2, 1, None])
 def test_an_objective_inside_xgboost_training_runs_on_the_pool(nthread, monkeypatch):
     """XGBoost gives an objective no thread count (gbrank reads nothing else of its
