@@ -126,6 +126,7 @@ def affine_targets(clicks, position, group, *, theta, eps_plus, eps_minus, impre
     ...                       impressions=100, shift=False)
     array([  0., 100.])
     """
+    shift = check_bool("shift", shift)
     raw = np.asarray(clicks)
     if raw.ndim != 1:
         raise ValueError(f"clicks must be one-dimensional, got shape {raw.shape}")
@@ -164,7 +165,6 @@ def affine_targets(clicks, position, group, *, theta, eps_plus, eps_minus, impre
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # refused below, by row
         loss[seen] = n[seen] * beta[at] / alpha[at]
         target[seen] = c[seen] / alpha[at] - loss[seen]
-    shift = check_bool("shift", shift)
     if shift and c.size:
         # every query has a row (check_group): reduceat sees no empty query
         target += np.repeat(np.maximum.reduceat(loss, offsets[:-1]), np.diff(offsets))

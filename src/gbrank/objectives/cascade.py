@@ -132,9 +132,10 @@ class CascadeTargets:
             Query sizes; each query's rows are contiguous.
         """
         offsets = check_group(group, self.targets.shape[0])
-        if len(getattr(X, "shape", np.shape(X))) != 2 or X.shape[0] != self.targets.shape[0]:
+        shape = np.shape(X)
+        if len(shape) != 2 or shape[0] != self.targets.shape[0]:
             raise ValueError(f"X must be a matrix with one row per row of the targets ({self.targets.shape[0]}), got "
-                             f"shape {np.shape(X)}")
+                             f"shape {shape}")
         keep = self.examined
         running = np.concatenate(([0], np.cumsum(keep)))
         kept = running[offsets[1:]] - running[offsets[:-1]]

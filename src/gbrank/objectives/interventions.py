@@ -109,11 +109,12 @@ def intervention_sets(qid, doc, position, clicks, *, impressions, n_positions: i
     pos = _column(position, "position", n)
     if pos.dtype.kind not in "iuf":
         raise ValueError("position must hold integers: 1 at the top, -1 for a row never shown")
-    fractional = pos != np.round(pos) if pos.dtype.kind == "f" else np.zeros(n, dtype=bool)
-    if fractional.any() or (pos.dtype.kind == "f" and not np.isfinite(pos).all()):
-        row = int(np.flatnonzero(fractional | ~np.isfinite(pos))[0])
-        raise ValueError(f"position[{row}] = {float(pos[row])!r}: positions are integers, 1 at the top, -1 for a row "
-                         "never shown")
+    if pos.dtype.kind == "f":
+        bad = ~np.isfinite(pos) | (pos != np.round(pos))
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"position[{row}] = {float(pos[row])!r}: positions are integers, 1 at the top, -1 for a "
+                             "row never shown")
     pos = pos.astype(np.int64)
     clicks = _numeric(clicks, "clicks", n)
     if np.ndim(impressions) == 0:

@@ -485,13 +485,12 @@ class ClickObjective(RankingObjective):
             # found from the clicks alone, once: every estimate leaves their rows out
             state["saturated"] = self._saturated_positions(clicks, pos, offsets, n_positions, reduce)
             state["fit_position"] = pos
-            state["rowless"] = sum_over_workers(
-                np.bincount(pos[shown] - 1, minlength=n_positions).astype(np.float64), reduce) == 0
+            at = pos[shown] - 1
+            state["rowless"] = sum_over_workers(np.bincount(at, minlength=n_positions).astype(np.float64), reduce) == 0
             if self.propensity_model == "power":
                 # the power law gives every position a value: a clickless one is found from the
                 # clicks, and its rows kept out of every fit, where the other curves' zero at it
                 # keeps them out (counted in, they would steepen the curve everywhere)
-                at = pos[shown] - 1
                 clickless = sum_over_workers(np.bincount(at, weights=clicks[shown], minlength=n_positions), reduce) == 0
                 state["unexamined"] = _unexamined(clickless & ~state["saturated"], clicks, pos, reduce)
                 state["fit_position"] = np.where(examined_rows(pos, state["unexamined"]), pos, -1)
