@@ -451,6 +451,23 @@ LOGGER_WORLDS = [
     World("logger5-fixed30", logging_fraction=0.05),
 ]
 
+#: ``--unshown-worlds``: worlds whose logs hold rows never shown (position -1; a deterministic
+#: top-k cut-off), by the weak logging ranker of ``WORLDS`` and by better ones, for
+#: ``fit_clicks(never_shown=)``.
+UNSHOWN_WORLDS = [
+    World("top10", top_k=10),
+    World("top5", top_k=5),
+    World("uniform-top10", lengths="uniform", top_k=10),
+    World("long-tail-top10", lengths="long-tail", top_k=10),
+    World("eta2-top10", eta=2.0, top_k=10),
+    World("trust-top10", click_model="trust", top_k=10),
+    World("cascade-top10", click_model="cascade", top_k=10),
+    World("logger1-top10", top_k=10, logging_fraction=0.01),
+    World("logger1-top5", top_k=5, logging_fraction=0.01),
+    World("logger1-uniform-top10", lengths="uniform", top_k=10, logging_fraction=0.01),
+    World("logger5-top10", top_k=10, logging_fraction=0.05),
+]
+
 #: ``--binary-worlds``: the binary world of ``WORLDS`` varied one setting at a time.
 BINARY_WORLDS = [
     World("binary-long-tail", lengths="long-tail", aggregate="binary", sessions=10),
@@ -589,10 +606,10 @@ def gbrank_early_stopped(factory):
     return fit
 
 
-def recommended(objective=None, engine="lightgbm"):
+def recommended(objective=None, engine="lightgbm", **options):
     """The library's recommended procedure, :func:`gbrank.fit_clicks` (its default objective
-    unless one is given), with the world's parameters (in XGBoost those of ``xgb_unbiased``)
-    and the early-stopped methods' budget. Each query's rows are one list, its sessions
+    unless one is given; ``options``: more of its keyword arguments), with the world's
+    parameters (in XGBoost those of ``xgb_unbiased``) and the early-stopped methods' budget. Each query's rows are one list, its sessions
     together where a stochastic policy logged a row per document shown in each session: a
     list per session would hold out sessions whose documents were trained on in the query's
     other sessions, and the held-out clicks would reward fitting those documents."""
@@ -601,7 +618,7 @@ def recommended(objective=None, engine="lightgbm"):
                                   engine=engine,
                                   params=d.params if engine == "lightgbm" else _xgb_params(d),
                                   objective=None if objective is None else objective(),
-                                  max_rounds=d.max_rounds, seed=d.seed)
+                                  max_rounds=d.max_rounds, seed=d.seed, **options)
         return model.predict, model.best_rounds
     return fit
 
@@ -675,6 +692,16 @@ WORLD_METHODS = {
 BINARY_WORLD_METHODS = {
     "fit_clicks": recommended(),
     "fit_clicks(counts)": recommended(lambda: [gbrank.ips_ranknet(), gbrank.pbm_listnet()]),
+    "lgb-position": lgb_position_fixed,
+}
+
+
+#: The methods ``--unshown-worlds`` compares: the recommended procedure with the rows never
+#: shown left out (its default) and exposed at 3% of the deepest position's propensity, and
+#: LightGBM's mode (which takes them at their ranks past the cut-off).
+UNSHOWN_WORLD_METHODS = {
+    "fit_clicks": recommended(),
+    "fit_clicks(never_shown=0.03)": recommended(never_shown=0.03),
     "lgb-position": lgb_position_fixed,
 }
 
@@ -779,6 +806,23 @@ def worlds_table(results: pd.DataFrame, worlds, letor: str | None = None) -> str
     return "\n".join(lines) + "\n"
 
 
+def ndcg_table(results: pd.DataFrame, worlds, against: str = "lgb-position") -> str:
+    """Markdown: per world, every method's test NDCG@10, mean over the seeds, and the seeds in
+    which it is ahead of ``against``; where the gap is a few thousandths of NDCG@10 (a good
+    logging ranker) its shares say little, these do."""
+    methods = [m for m in dict.fromkeys(results["method"]) if m not in ("ceiling", against)]
+    lines = ["| world | seeds | ceiling | " + " | ".join(methods) + f" | {against} |",
+             "|---|---:|---:|" + "---:|" * (len(methods) + 1)]
+    for world in worlds:
+        part = results[results["world"] == world.name].pivot_table(index="seed", columns="method", values="ndcg@10")
+        if part.empty:
+            continue
+        cells = [f"{part[m].mean():.4f} ({int((part[m] > part[against]).sum())})" for m in methods]
+        lines.append(f"| {world.name} | {len(part)} | {part['ceiling'].mean():.4f} | " + " | ".join(cells)
+                     + f" | {part[against].mean():.4f} |")
+    return "\n".join(lines) + "\n"
+
+
 def evaluate(models, test):
     import xgboost as xgb
 
@@ -826,6 +870,10 @@ def main(argv=None):
                              "objectives compared, LightGBM's mode; as --worlds otherwise")
     parser.add_argument("--logger-worlds", action="store_true",
                         help="worlds logged by a better ranker (LOGGER_WORLDS), every method; as --worlds otherwise")
+    parser.add_argument("--unshown-worlds", action="store_true",
+                        help="worlds with rows never shown (UNSHOWN_WORLDS), weak and better logging rankers: "
+                             "fit_clicks with and without never_shown, LightGBM's mode; as --worlds otherwise, with a "
+                             "table of NDCG@10 below the shares")
     parser.add_argument("--quick", action="store_true",
                         help="--worlds on small data: 300 queries, 50 rounds, early stopping within 100, seeds 0 1")
     parser.add_argument("--world-names", nargs="+", default=None, help="--worlds: only these worlds")
@@ -837,7 +885,7 @@ def main(argv=None):
                         help=f"--worlds: most rounds an early-stopped method may choose (default {MAX_ROUNDS}, "
                              "100 with --quick)")
     args = parser.parse_args(argv)
-    if args.worlds or args.binary_worlds or args.logger_worlds:
+    if args.worlds or args.binary_worlds or args.logger_worlds or args.unshown_worlds:
         run_worlds(args)
         return
     args.rounds = args.rounds or 100
@@ -920,7 +968,13 @@ def run_worlds(args) -> None:
     """``--worlds``: run the family, print the table and write results.csv and results.inc."""
     import os
 
-    family = BINARY_WORLDS if args.binary_worlds else LOGGER_WORLDS if args.logger_worlds else WORLDS
+    family, methods = WORLDS, None
+    if args.binary_worlds:
+        family, methods = BINARY_WORLDS, BINARY_WORLD_METHODS
+    elif args.logger_worlds:
+        family = LOGGER_WORLDS
+    elif args.unshown_worlds:
+        family, methods = UNSHOWN_WORLDS, UNSHOWN_WORLD_METHODS
     chosen = family
     if args.world_names:
         known = {w.name: w for w in family}
@@ -935,8 +989,10 @@ def run_worlds(args) -> None:
     results = worlds_grid(chosen, seeds, n_queries=args.queries or (300 if quick else 1000),
                           rounds=args.rounds or (50 if quick else 100),
                           max_rounds=args.max_rounds or (100 if quick else MAX_ROUNDS), threads=args.threads,
-                          methods=BINARY_WORLD_METHODS if args.binary_worlds else None, letor=args.letor)
+                          methods=methods, letor=args.letor)
     table = worlds_table(results, chosen, args.letor)
+    if args.unshown_worlds:
+        table += "\n" + ndcg_table(results, chosen)
     print(f"{time.perf_counter() - start:.0f} s; machine load (1, 5, 15 min) at the start: "
           + " ".join(f"{v:.2f}" for v in load_average) + "; at the end: "
           + " ".join(f"{v:.2f}" for v in os.getloadavg()))

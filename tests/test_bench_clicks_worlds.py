@@ -48,6 +48,25 @@ def test_every_world_builds_its_data_and_click_log(bench):
         assert world.name and bench.describe(world)
 
 
+def test_the_unshown_family_holds_rows_never_shown_and_agrees_with_the_other_families(bench):
+    others = {w.name: w for w in bench.WORLDS + bench.BINARY_WORLDS + bench.LOGGER_WORLDS}
+    names = [w.name for w in bench.UNSHOWN_WORLDS]
+    assert len(set(names)) == len(names)
+    for world in bench.UNSHOWN_WORLDS:
+        assert world.top_k is not None and world.policy == "deterministic" and world.aggregate == "count"
+        assert others.get(world.name, world) == world  # a name means one world in every family
+    assert {w.logging_fraction > 0.002 for w in bench.UNSHOWN_WORLDS} == {True, False}
+
+
+def test_the_ndcg_table_counts_the_seeds_ahead(bench):
+    results = pd.DataFrame({"world": "top10", "seed": [0, 0, 0, 0, 1, 1, 1, 1],
+                            "method": ["ceiling", "naive", "fit_clicks", "lgb-position"] * 2,
+                            "ndcg@10": [0.7, 0.5, 0.66, 0.6, 0.8, 0.6, 0.62, 0.64]})
+    table = bench.ndcg_table(results, bench.UNSHOWN_WORLDS)
+    assert "| top10 | 2 | 0.7500 | 0.5500 (0) | 0.6400 (1) | 0.6200 |" in table
+    assert "logger1-top10" not in table
+
+
 def test_long_tail_lengths_have_a_long_tail(bench):
     world = next(w for w in bench.WORLDS if w.lengths == "long-tail")
     train, test = bench.world_data(world, 2000, seed=0)

@@ -368,6 +368,15 @@ def test_bad_input_is_refused_with_the_fix(log):
         gbrank.fit_clicks(X, -clicks, group, position=position)
     with pytest.raises(ValueError, match="X has"):
         gbrank.fit_clicks(X[:-1], clicks, group, position=position)
+    for share in (-0.1, 1.0, float("nan")):
+        with pytest.raises(ValueError, match="never_shown"):
+            gbrank.fit_clicks(X, clicks, group, position=position, never_shown=share)
+    with pytest.raises(TypeError, match="never_shown"):
+        gbrank.fit_clicks(X, clicks, group, position=position, never_shown="0.03")
+    with pytest.raises(ValueError, match="an objective was given: leave never_shown out"):
+        gbrank.fit_clicks(X, clicks, group, position=position, never_shown=0.03, objective=gbrank.pbm_listnet())
+    with pytest.raises(ValueError, match=r"every click is 0 or 1 .*: leave never_shown out"):
+        gbrank.fit_clicks(X, (clicks > 0).astype(float), group, position=position, never_shown=0.01)
 
 
 @pytest.mark.parametrize("engine", ["lightgbm", "xgboost"])
@@ -475,6 +484,8 @@ def test_cascade_targets_refuse_positions_and_propensities(cascade_log):
             gbrank.fit_clicks(train.X, targets, train.group, objective=objective)
     with pytest.raises(ValueError, match="X has"):
         gbrank.fit_clicks(train.X[:-1], targets, train.group)
+    with pytest.raises(ValueError, match="cascade targets: leave never_shown out"):
+        gbrank.fit_clicks(train.X, targets, train.group, never_shown=0.03)
 
 
 # ----------------------------------------------------------------------------- several objectives
@@ -530,15 +541,31 @@ def test_the_default_on_counts_fits_the_propensities_first_then_holds_them(engin
     assert not np.allclose(settled.from_click_rates, settled.from_flat)
     assert np.all(np.minimum(settled.from_click_rates, settled.from_flat) <= settled.propensity_ * (1 + 1e-12))
     assert np.all(settled.propensity_ <= np.maximum(settled.from_click_rates, settled.from_flat) * (1 + 1e-12))
-    # then pbm_listnet with the estimate held, as if given by hand
+    # then pbm_listnet with the estimate held, as if given by hand; the rows never shown take no part
     assert [c.factory for c in fit.candidates] == ["pbm_listnet"] and fit.objective.mode == "known"
     np.testing.assert_array_equal(fit.propensity_, settled.propensity_)
+    np.testing.assert_array_equal(fit.objective.propensity, settled.propensity_)
     given = gbrank.fit_clicks(train.X, clicks.clicks, train.group, position=settled.position, engine=engine,
                               params=params, max_rounds=12,
                               objective=gbrank.pbm_listnet(propensity=settled.propensity_))
     assert given.best_rounds == fit.best_rounds
     np.testing.assert_array_equal(given.curve, fit.curve)
     np.testing.assert_allclose(given.predict(test.X), fit.predict(test.X), rtol=1e-12, atol=1e-12)
+    # never_shown: the rows never shown one position past the deepest, at that share of its propensity
+    assert (clicks.position == -1).any() and not settled.left_out_.any()
+    exposed = gbrank.fit_clicks(train.X, clicks.clicks, train.group, position=clicks.position, engine=engine,
+                                params=params, max_rounds=12, never_shown=0.05)
+    np.testing.assert_array_equal(exposed.propensity_, settled.propensity_)
+    np.testing.assert_array_equal(exposed.left_out_, settled.left_out_)
+    theta = np.append(settled.propensity_, 0.05 * settled.propensity_[-1])
+    np.testing.assert_array_equal(exposed.objective.propensity, theta)
+    given = gbrank.fit_clicks(train.X, clicks.clicks, train.group, engine=engine, params=params, max_rounds=12,
+                              position=np.where(clicks.position == -1, settled.propensity_.size + 1,
+                                                settled.position),
+                              objective=gbrank.pbm_listnet(propensity=theta))
+    np.testing.assert_array_equal(given.curve, exposed.curve)
+    np.testing.assert_allclose(given.predict(test.X), exposed.predict(test.X), rtol=1e-12, atol=1e-12)
+    assert not np.allclose(exposed.predict(test.X), fit.predict(test.X))
     # and the public function gives the same first stage
     alone = gbrank.fit_propensity(train.X, clicks.clicks, train.group, position=clicks.position, engine=engine,
                                   params=params, rounds=12)
@@ -546,6 +573,42 @@ def test_the_default_on_counts_fits_the_propensities_first_then_holds_them(engin
     np.testing.assert_array_equal(alone.position, settled.position)
     with pytest.raises(ValueError, match="empty sequence"):
         gbrank.fit_clicks(train.X, clicks.clicks, train.group, position=clicks.position, objective=[])
+
+
+@pytest.mark.filterwarnings("ignore:the held-out clicks hardly tell")
+def test_rows_never_shown_count_as_examined_without_a_click_at_the_share_given():
+    # a logging ranker fitted on 5% of the queries shows its top 10 of 30: the documents it
+    # never showed are worse than those it showed
+    data = make_ranking(300, (30, 30), 10, seed=11)
+    log = simulate_clicks(data.y, data.group, X=data.X, sessions_per_query=50, top_k=10, logging_fraction=0.05,
+                          seed=11)
+    unshown = log.position == -1
+    assert data.y[unshown].mean() < data.y[~unshown].mean()
+    fits = {share: gbrank.fit_clicks(data.X, log.clicks, data.group, position=log.position, refit=False,
+                                     params=THREADS["lightgbm"], max_rounds=30, never_shown=share)
+            for share in (0.0, 0.03, 0.3)}
+    # the held-out criterion counts each row never shown as exposed to share x the deepest
+    # propensity, without a click: the direct sum over the held-out queries, at the temperature
+    # a generic minimiser finds
+    from scipy.optimize import minimize_scalar
+
+    offsets = np.concatenate(([0], np.cumsum(data.group)))
+    for share, fit in fits.items():
+        theta = fit.propensity_fit.propensity_
+        exposure = np.where(unshown, share * theta[-1], theta[log.position - 1])
+        held = np.concatenate([np.arange(offsets[q], offsets[q + 1]) for q in fit.held_out_queries])
+        args = (gbrank.engines.predict(fit.booster, data.X[held], fit.best_rounds), log.clicks[held],
+                data.group[fit.held_out_queries], exposure[held])
+        direct = minimize_scalar(lambda tau, a=args: direct_exposure_nll(*a, tau), bounds=(0, 50), method="bounded")
+        assert fit.curve[fit.best_rounds - 1] == pytest.approx(direct.fun, rel=1e-6)
+    # the more exposure, the fewer rows never shown the model puts in each query's top 10
+    def unshown_in_top10(fit):
+        scores = fit.predict(data.X)
+        return np.mean([unshown[offsets[q] + np.argsort(-scores[offsets[q]:offsets[q + 1]])[:10]].mean()
+                        for q in range(data.group.size)])
+
+    shares = [unshown_in_top10(fits[share]) for share in (0.0, 0.03, 0.3)]
+    assert shares[0] > shares[1] > shares[2]
 
 
 def test_the_propensities_fitted_first_leave_out_the_rows_below_a_fold():
