@@ -162,6 +162,46 @@ def test_lightgbm_early_stopping_minimises_log_loss(splits):
     assert int(np.argmin(curve)) != int(np.argmax(curve))
 
 
+def test_gbranks_own_early_stopping_minimises_the_calibration_metrics(splits):
+    # gbrank.engines' adapters and LightGBM callback, not only the engines' own callbacks
+    from gbrank.engines import lightgbm as gl
+    from gbrank.engines import xgboost as gx
+
+    (X, y, g), (Xv, yv, gv) = splits
+    for spec in ("logloss", "ece", "ndcg@5"):
+        metrics = make_metrics([spec])
+        name = metrics.names[0]
+        best_of = np.argmax if metrics.higher_is_better else np.argmin
+        dtrain = gl.dataset(X, y, g)
+        params = {"verbosity": -1, "learning_rate": 0.8, "num_threads": 1}
+        history = {}
+        booster, best = gl.train(params, dtrain, gbrank.rcr(), num_boost_round=80,
+                                 valid=[gl.dataset(Xv, yv, gv, reference=dtrain)], valid_names=["valid"],
+                                 feval=metrics.lightgbm, metric_names=metrics.names, early_stopping_rounds=5,
+                                 evals_result=history)
+        curve = history["valid"][name]
+        assert best == booster.best_iteration == int(best_of(curve)) + 1
+        assert len(curve) == best + 5
+        history = {}
+        booster = lgb.train({**params, "objective": gbrank.rcr(), "metric": "None"}, dtrain, num_boost_round=80,
+                            valid_sets=[gl.dataset(Xv, yv, gv, reference=dtrain)], valid_names=["valid"],
+                            feval=metrics.lightgbm,
+                            callbacks=[gl.EarlyStopping(5, "valid", name), lgb.record_evaluation(history)])
+        assert booster.best_iteration == int(best_of(history["valid"][name])) + 1
+        history = {}
+        booster, best = gx.train({"nthread": 1, "eta": 0.8}, gx.dmatrix(X, y, g), gbrank.rcr(), num_boost_round=80,
+                                 evals=[(gx.dmatrix(Xv, yv, gv), "valid")], custom_metric=metrics.xgboost,
+                                 metric_names=metrics.names, early_stopping_rounds=5, evals_result=history)
+        curve = history["valid"][name]
+        assert best == int(best_of(curve)) + 1
+        # told otherwise, it does otherwise
+        flipped, _ = gx.train({"nthread": 1, "eta": 0.8}, gx.dmatrix(X, y, g), gbrank.rcr(), num_boost_round=80,
+                              evals=[(gx.dmatrix(Xv, yv, gv), "valid")], custom_metric=metrics.xgboost,
+                              metric_names=metrics.names, early_stopping_rounds=5,
+                              maximize=not metrics.higher_is_better)
+        assert flipped.best_iteration != booster.best_iteration
+
+
 # --------------------------------------------------------------------------- probabilities
 @pytest.mark.parametrize("seed", range(3))
 def test_probabilities_give_the_raw_scores_figures(seed):

@@ -611,6 +611,43 @@ def test_rows_never_shown_count_as_examined_without_a_click_at_the_share_given()
     assert shares[0] > shares[1] > shares[2]
 
 
+@pytest.mark.filterwarnings("ignore:the held-out clicks hardly tell")
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_scipy_sparse_format_gives_the_fit_of_csr(engine):
+    pytest.importorskip(engine)
+    sparse = pytest.importorskip("scipy.sparse")
+    data = make_ranking(120, (5, 20), 8, seed=2)
+    X = np.where(np.abs(data.X) < 0.5, 0.0, data.X)
+    log = simulate_clicks(data.y, data.group, X=data.X, sessions_per_query=30, top_k=10, seed=2)
+
+    def fit(M):
+        return gbrank.fit_clicks(M, log.clicks, data.group, position=log.position, engine=engine,
+                                 params=THREADS[engine], max_rounds=8)
+
+    csr = fit(sparse.csr_matrix(X))
+    for form in (sparse.csc_matrix, sparse.coo_matrix, sparse.csr_array, sparse.csc_array):
+        other = fit(form(X))
+        assert other.best_rounds == csr.best_rounds
+        np.testing.assert_array_equal(other.predict(form(X)), csr.predict(sparse.csr_matrix(X)))
+
+
+@pytest.mark.filterwarnings("ignore:the held-out clicks hardly tell")
+def test_a_fit_on_a_dataframe_refuses_its_columns_in_another_order(log):
+    pd = pytest.importorskip("pandas")
+    train, test, clicks = log
+    names = [f"f{i}" for i in range(train.X.shape[1])]
+    frame = pd.DataFrame(train.X, columns=names)
+    fit = gbrank.fit_clicks(frame, clicks.clicks, train.group, position=clicks.position, params=THREADS["lightgbm"],
+                            max_rounds=5)
+    assert list(fit.feature_names_in_) == names
+    np.testing.assert_array_equal(fit.predict(pd.DataFrame(test.X, columns=names)), fit.predict(test.X))
+    with pytest.raises(ValueError, match=r"X has the columns .*pass X\[fit.feature_names_in_\]"):
+        fit.predict(pd.DataFrame(test.X, columns=names)[names[::-1]])
+    on_array = gbrank.fit_clicks(train.X, clicks.clicks, train.group, position=clicks.position,
+                                 params=THREADS["lightgbm"], max_rounds=5)
+    assert on_array.feature_names_in_ is None
+
+
 def test_the_propensities_fitted_first_leave_out_the_rows_below_a_fold():
     data = make_ranking(200, (15, 15), 10, seed=6)
     log = simulate_clicks(data.y, data.group, X=data.X, sessions_per_query=50, top_k=15, fold=5,

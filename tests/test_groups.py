@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from gbrank.gains import discount_values, gain_values
@@ -37,6 +38,17 @@ def test_qid_may_be_unsorted_but_must_be_contiguous():
     with pytest.raises(ValueError, match="qid 1 starts blocks at rows 0 and 3"):
         qid_to_sizes([1, 1, 2, 1])
     assert qid_to_sizes([]).size == 0
+
+
+@pytest.mark.parametrize("qid", [[0, 0, np.nan, np.nan, 2, 2], [0, 0, np.nan, 1, 1, 1], [0, 0, None, 1, 1, 1],
+                                 pd.array([0, 0, pd.NA, 1, 1, 1], dtype="Int64")])
+def test_a_missing_query_id_is_refused_naming_the_row(qid):
+    # NaN equals nothing, itself included: each such row passed for a query of its own, and
+    # two of them crashed the contiguity check
+    with pytest.raises(ValueError, match=r"qid\[2\] is missing .*: give every row a query id"):
+        qid_to_sizes(qid)
+    with pytest.raises(ValueError, match=r"qid\[2\] is missing"):
+        group_offsets(6, qid=qid)
 
 
 @pytest.mark.parametrize(

@@ -682,6 +682,9 @@ class ClickFit:
         never examined below a fold, or saturated for :func:`gbrank.pbm_cloglog`) and those
         no training row was shown at: give their rows position -1 wherever ``propensity_`` is
         used as known propensities. None with cascade targets.
+    feature_names_in_ : ndarray of str or None
+        The columns of ``X`` where it was a DataFrame; :meth:`predict` refuses a DataFrame
+        with others or in another order.
     held_out_queries : ndarray of int
         The held-out queries' indices (among all the queries given).
     refitted : bool
@@ -724,9 +727,17 @@ class ClickFit:
     propensity_fit: PropensityFit | None = None
     held_out_gain: tuple[float, float] | None = None
     left_out_: np.ndarray | None = None
+    feature_names_in_: np.ndarray | None = None
 
     def predict(self, X) -> np.ndarray:
-        """Scores (float64) of the rows of ``X`` from the chosen rounds; higher ranks first."""
+        """Scores (float64) of the rows of ``X`` from the chosen rounds; higher ranks first.
+        Fitted on a DataFrame, a DataFrame must have its columns in the same order (LightGBM
+        reads columns by place and would score others silently)."""
+        columns = getattr(X, "columns", None)
+        if self.feature_names_in_ is not None and columns is not None and \
+                list(columns) != list(self.feature_names_in_):
+            raise ValueError(f"X has the columns {list(columns)}, and the fit had {list(self.feature_names_in_)}: "
+                             "pass X[fit.feature_names_in_]")
         return _engines.predict(self.booster, X, self.best_rounds)
 
 
@@ -748,6 +759,14 @@ def _held_out_gain(per_query: np.ndarray, clicks, offsets, position, best: int) 
             UserWarning, stacklevel=3,
         )
     return gain, error
+
+
+def _as_matrix(X):
+    """``X`` as the fits take rows of it: an array, a DataFrame, or a sparse matrix in CSR
+    form (COO has no rows to take; CSC takes them slowly)."""
+    if not hasattr(X, "shape"):
+        return np.asarray(X)
+    return X.tocsr() if hasattr(X, "tocsr") else X
 
 
 def _take(X, rows: np.ndarray):
@@ -886,8 +905,7 @@ def fit_propensity(
     """
     _check_engine(engine)
     rounds = check_int("rounds", rounds, min=1)
-    if not hasattr(X, "shape"):
-        X = np.asarray(X)
+    X = _as_matrix(X)
     clicks, offsets, position = _check_log(clicks, group, qid, position)
     _check_rows(X, clicks.size)
     if not clicks.any():
@@ -944,7 +962,9 @@ def fit_clicks(
     Parameters
     ----------
     X : array-like of shape (n_rows, n_features)
-        Features (an array, a DataFrame or a sparse matrix, as the engine takes it).
+        Features (an array, a DataFrame or a scipy sparse matrix, as the engine takes it:
+        XGBoost takes the entries a sparse matrix leaves out as missing values, LightGBM
+        as zeros).
     clicks : array-like of shape (n_rows,), or CascadeTargets
         Clicks per row: counts over the sessions, or 0/1. Or, for clicks that follow the
         cascade model (users read down the list and stop after a click), the targets of
@@ -1060,8 +1080,7 @@ def fit_clicks(
             raise ValueError("objective is an empty sequence: give one click objective or several to compare")
     else:
         candidates = [objective]
-    if not hasattr(X, "shape"):
-        X = np.asarray(X)
+    X = _as_matrix(X)
     settle = binary = False
     if cascade:
         if position is not None:
@@ -1155,4 +1174,5 @@ def fit_clicks(
                     temperature=np.asarray(metric.temperature), propensity_=theta,
                     held_out_queries=queries[held_queries], refitted=refit, candidates=tuple(candidates),
                     selection=selection, params=dict(params), propensity_fit=settled, held_out_gain=gain,
-                    left_out_=left_out)
+                    left_out_=left_out,
+                    feature_names_in_=np.asarray(X.columns, dtype=object) if hasattr(X, "columns") else None)

@@ -11,7 +11,8 @@ harness, ``gbrank.dask``) and every objective call goes through it.
 * :func:`is_builtin`: an engine's own ranking objective by name, or a gbrank one;
 * :func:`start_score`: the starting score a custom objective trains from, 0 in both engines;
 * :func:`watched` and :class:`BestRound`: the early-stopping rule, **the first metric on
-  the last eval set, higher is better**, with the best round as the model's length;
+  the last eval set, higher is better** (lower for the calibration metrics), with the best
+  round as the model's length;
 * :func:`report_callback`: an engine callback that hands a tuner each iteration's metric;
 * :func:`predict`: raw scores of a LightGBM or XGBoost booster, as float64;
   :func:`best_rounds`: the rounds it should predict with;

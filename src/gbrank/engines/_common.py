@@ -128,9 +128,10 @@ def uses_position(objective: Any) -> bool:
 def watched(names: list[str] | tuple[str, ...], metric_names: list[str] | tuple[str, ...]) -> tuple[str, str]:
     """The early-stopping rule: ``(eval set, metric)`` that decides when to stop.
 
-    **The first metric on the last eval set, higher is better.** The best round is the
-    first round reaching the highest value; training stops after ``rounds`` rounds
-    without a strictly higher value, and prediction uses the rounds up to the best.
+    **The first metric on the last eval set, higher is better** (lower for the calibration
+    metrics ``logloss`` and ``ece``, as the metric states). The best round is the first
+    round reaching the best value; training stops after ``rounds`` rounds without a
+    strictly better one, and prediction uses the rounds up to the best.
     """
     if not names:
         raise ValueError("early stopping needs an eval set to watch")
@@ -140,23 +141,25 @@ def watched(names: list[str] | tuple[str, ...], metric_names: list[str] | tuple[
 
 
 class BestRound:
-    """Tracks the best round of the watched metric (see :func:`watched`).
+    """Tracks the best round of the watched metric (see :func:`watched`), the highest
+    value, or the lowest with ``higher_is_better=False``.
 
     ``update(score)`` is called once per round, rounds counted from 1, and returns True
     when training should stop.
     """
 
-    def __init__(self, rounds: int) -> None:
+    def __init__(self, rounds: int, *, higher_is_better: bool = True) -> None:
         if isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or rounds < 1:
             raise ValueError(f"early_stopping_rounds must be a positive integer, got {rounds!r}")
         self.rounds = int(rounds)
-        self.best_score = -np.inf
+        self.sign = 1.0 if higher_is_better else -1.0
+        self.best_score = -np.inf * self.sign
         self.best_round = 0
         self.round = 0
 
     def update(self, score: float) -> bool:
         self.round += 1
-        if score > self.best_score:
+        if self.sign * score > self.sign * self.best_score:
             self.best_score = float(score)
             self.best_round = self.round
         return self.round - self.best_round >= self.rounds

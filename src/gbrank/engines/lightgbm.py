@@ -230,7 +230,8 @@ class EarlyStopping:
     """LightGBM callback for gbrank's early-stopping rule (:func:`gbrank.engines.watched`).
 
     LightGBM's own callback watches every eval set; this one watches one metric on one eval
-    set, higher is better, as :class:`gbrank.engines.xgboost` does in XGBoost.
+    set, as :class:`gbrank.engines.xgboost` does in XGBoost, in the direction the metric
+    reports to LightGBM (higher is better but for the calibration metrics).
     """
 
     def __init__(self, rounds: int, data_name: str, metric_name: str):
@@ -247,13 +248,17 @@ class EarlyStopping:
     def __call__(self, env) -> None:
         from lightgbm.callback import EarlyStopException
 
-        found = [r[2] for r in env.evaluation_result_list if r[0] == self.data_name and r[1] == self.metric_name]
+        found = [r for r in env.evaluation_result_list if r[0] == self.data_name and r[1] == self.metric_name]
         if not found:
             raise ValueError(
                 f"early stopping watches {self.metric_name!r} on {self.data_name!r}, which "
                 f"this run does not report; it reports {[(r[0], r[1]) for r in env.evaluation_result_list]}"
             )
-        stop = self._best.update(found[0])
+        # every metric states its direction to LightGBM (a feval's third value)
+        _, _, score, higher_is_better = found[0][:4]
+        if self._best.round == 0:
+            self._best = BestRound(self._best.rounds, higher_is_better=bool(higher_is_better))
+        stop = self._best.update(score)
         if self._best.best_round == self._best.round:
             # env.iteration counts the trees of an init_model too
             self._best_iteration = env.iteration

@@ -11,8 +11,9 @@ XGBoost 3.2 facts this module relies on (read in its source):
 * ``EarlyStopping`` without ``maximize`` guesses the direction from the metric name: it
   maximises names that start with ``auc``, ``aucpr``, ``pre``, ``map`` or ``ndcg``
   (``ndcg@10``, ``map@5``, ``precision@10``) and minimises every other (``mrr``,
-  ``err@10``). gbrank's front-ends build it with ``maximize=True`` (:func:`early_stopping`);
-  ``xgb.train``/``xgb.cv`` users pass ``maximize=True`` themselves.
+  ``err@10``). gbrank builds it with the direction the metric states
+  (:func:`early_stopping`: ``maximize=True`` but for the calibration metrics);
+  ``xgb.train``/``xgb.cv`` users pass ``maximize=`` themselves.
 * ``xgb.cv`` without ``folds`` keeps queries whole (``mkgroupfold``); with ``folds`` it
   slices rows and refuses a DMatrix with groups itself. A fold is a slice with no link to
   the whole set in XGBoost's public API: an objective trains it with the fold's own
@@ -162,14 +163,24 @@ def best_iteration(booster) -> int:
     return int(best) + 1 if best is not None else int(booster.num_boosted_rounds())
 
 
+def _in_place(X):
+    """``X`` as XGBoost's in-place prediction takes it: of scipy's sparse formats it reads
+    a CSR matrix only (not CSC, COO or the sparse arrays)."""
+    if not hasattr(X, "tocsr"):
+        return X
+    from scipy import sparse
+
+    return X if isinstance(X, sparse.csr_matrix) else sparse.csr_matrix(X)
+
+
 def predict(booster, X, rounds: int | None = None) -> np.ndarray:
-    """Raw scores (margins, float64) of the rows of ``X`` (an array, a DataFrame or a
-    ``DMatrix``) from the first ``rounds`` rounds; by default XGBoost's choice (all rounds)."""
+    """Raw scores (margins, float64) of the rows of ``X`` (an array, a DataFrame, a scipy
+    sparse matrix or a ``DMatrix``) from the first ``rounds`` rounds; by default XGBoost's choice (all rounds)."""
     rounds_kw = {} if rounds is None else {"iteration_range": (0, int(rounds))}
     if engine_of(X) == "xgboost":
         scores = booster.predict(X, output_margin=True, **rounds_kw)
     else:
-        scores = booster.inplace_predict(X, predict_type="margin", **rounds_kw)
+        scores = booster.inplace_predict(_in_place(X), predict_type="margin", **rounds_kw)
     return np.asarray(scores, dtype=np.float64)
 
 
@@ -200,6 +211,15 @@ def report_callback(report: Callable[[int, float], None], data_name: str, metric
     return Report()
 
 
+def _metric_direction(custom_metric) -> bool:
+    """Whether the first metric of ``custom_metric`` is better higher: as its
+    :class:`gbrank.metrics.EngineMetrics` states, else gbrank's rule (higher)."""
+    from ..metrics.engine import EngineMetrics
+
+    owner = getattr(custom_metric, "__self__", None)
+    return owner.metrics[0].higher_is_better if isinstance(owner, EngineMetrics) else True
+
+
 def train(
     given: dict,
     dtrain,
@@ -210,6 +230,7 @@ def train(
     custom_metric: Callable | None = None,
     metric_names: Sequence[str] = (),
     early_stopping_rounds: int | None = None,
+    maximize: bool | None = None,
     evals_result: dict | None = None,
     verbose: bool | int = False,
     callbacks: Sequence = (),
@@ -233,6 +254,11 @@ def train(
         Names ``custom_metric`` reports; early stopping watches the first on the last eval set.
     early_stopping_rounds : int, optional
         Stop after this many rounds without improvement (:func:`early_stopping`).
+    maximize : bool, optional
+        Whether the watched metric is better higher. XGBoost's custom metrics do not say;
+        by default the direction of ``custom_metric``'s first metric where it is
+        :meth:`gbrank.metrics.EngineMetrics.xgboost` (lower for ``logloss`` and ``ece``), else
+        higher.
     evals_result : dict, optional
         Filled with ``{eval_name: {metric_name: [values]}}``.
     verbose : bool or int
@@ -250,7 +276,10 @@ def train(
     extra, callbacks = callbacks, []
     if early_stopping_rounds is not None:
         data_name, metric_name = watched([name for _, name in evals], list(metric_names))
-        callbacks.append(early_stopping(early_stopping_rounds, data_name=data_name, metric_name=metric_name))
+        if maximize is None:
+            maximize = _metric_direction(custom_metric)
+        callbacks.append(early_stopping(early_stopping_rounds, data_name=data_name, metric_name=metric_name,
+                                        maximize=maximize))
     callbacks += list(extra)
     booster = xgb.train(
         params(objective, given),
