@@ -213,7 +213,7 @@ def report_callback(report: Callable[[int, float], None], data_name: str, metric
 
 def _metric_direction(custom_metric) -> bool:
     """Whether the first metric of ``custom_metric`` is better higher: as its
-    :class:`gbrank.metrics.EngineMetrics` states, else gbrank's rule (higher)."""
+    :class:`gbrank.metrics.engine.EngineMetrics` states, else gbrank's rule (higher)."""
     from ..metrics.engine import EngineMetrics
 
     owner = getattr(custom_metric, "__self__", None)
@@ -257,7 +257,7 @@ def train(
     maximize : bool, optional
         Whether the watched metric is better higher. XGBoost's custom metrics do not say;
         by default the direction of ``custom_metric``'s first metric where it is
-        :meth:`gbrank.metrics.EngineMetrics.xgboost` (lower for ``logloss`` and ``ece``), else
+        :meth:`gbrank.metrics.engine.EngineMetrics.xgboost` (lower for ``logloss`` and ``ece``), else
         higher.
     evals_result : dict, optional
         Filled with ``{eval_name: {metric_name: [values]}}``.

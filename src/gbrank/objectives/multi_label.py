@@ -247,7 +247,8 @@ class MultiLabel(RankingObjective):
             raise ValueError(
                 f"the training label at row {row} (query {int(np.searchsorted(offsets, row, side='right')) - 1}) is {labels[row]:g} but the "
                 f"first label column holds {self.labels[row, 0]:g}: give the engine labels[:, 0] as its label, with "
-                "the rows in the order of labels"
+                "the rows in the order of labels (gbrank.Ranker groups the rows by qid: give it the label columns as "
+                "a 2-D y, and multi_label without labels)"
             )
         return labels
 
