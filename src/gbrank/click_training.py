@@ -87,8 +87,8 @@ A row at position -1 (a document the log holds but did not show, as below a top-
 has no propensity, and by default takes no part: what the model learns of such documents
 comes from their features alone. Where the logging ranker is good, what it left out is
 worse than what it showed, and a corrected model, which has seen nothing of it, lifts too
-much of it into its top ranks (on a simulated log with the top 10 of 30 shown, 42% of its
-top 10 were documents never shown, against 17% for the raw clicks' model).
+much of it into its top ranks (on a simulated log of a better logging ranker's top 10 of
+30, 42% of its top 10 were documents never shown, against 17% for the raw clicks' model).
 ``fit_clicks(never_shown=share)`` trains the default objective with each such row one
 position past the deepest, exposed at ``share`` times the deepest examined position's
 propensity, without a click, in the fit and in the criterion alike: the prior that the
