@@ -1021,7 +1021,9 @@ def fit_clicks(
     held_out : float, default=0.2
         Share of the queries held out to choose the rounds.
     seed : int or None, default=0
-        Seed of the choice of held-out queries.
+        Seed of the choice of held-out queries, drawn by their place in the order given:
+        the same queries in another order hold out others (the rows within a query may
+        come in any order).
     refit : bool, default=True
         Refit on every query for the chosen rounds (else keep the held-out fit, cut at them).
     never_shown : float in [0, 1), default=0
