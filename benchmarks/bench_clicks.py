@@ -609,10 +609,11 @@ def gbrank_early_stopped(factory):
 def recommended(objective=None, engine="lightgbm", **options):
     """The library's recommended procedure, :func:`gbrank.fit_clicks` (its default objective
     unless one is given; ``options``: more of its keyword arguments), with the world's
-    parameters (in XGBoost those of ``xgb_unbiased``) and the early-stopped methods' budget. Each query's rows are one list, its sessions
-    together where a stochastic policy logged a row per document shown in each session: a
-    list per session would hold out sessions whose documents were trained on in the query's
-    other sessions, and the held-out clicks would reward fitting those documents."""
+    parameters (in XGBoost those of ``xgb_unbiased``) and the early-stopped methods' budget.
+    Each query's rows are one list, its sessions together where a stochastic policy logged a
+    row per document shown in each session: a list per session would hold out sessions
+    whose documents were trained on in the query's other sessions, and the held-out clicks
+    would reward fitting those documents."""
     def fit(d: ClickTrain):
         model = gbrank.fit_clicks(d.X, d.clicks, qid=np.repeat(d.query, d.group), position=d.position,
                                   engine=engine,

@@ -156,6 +156,17 @@ def check_bool(name: str, value) -> bool:
     raise InvalidParameterError(f"{name} must be True or False, got {value!r}")
 
 
+def check_present(name: str, values: np.ndarray, fix: str) -> None:
+    """Refuse a missing entry (NaN, None, ``pd.NA``) of the ids ``values``, naming the first
+    row: a missing id equals no other, itself included."""
+    import pandas as pd
+
+    missing = np.flatnonzero(pd.isna(values))
+    if missing.size:
+        row = int(missing[0])
+        raise ValueError(f"{name}[{row}] is missing ({values[row]}): {fix}")
+
+
 def check_choice(name: str, value, choices) -> str:
     """Return ``value`` if it is one of the strings ``choices``."""
     if isinstance(value, str) and value in choices:

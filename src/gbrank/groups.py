@@ -14,7 +14,8 @@ Rows of a query must be contiguous; every conversion checks it and says where it
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
+
+from ._validation import check_present
 
 __all__ = [
     "check_group",
@@ -97,10 +98,8 @@ def qid_to_sizes(qid, *, require_sorted: bool = False) -> np.ndarray:
         raise ValueError(f"qid must be one-dimensional, got shape {qid.shape}")
     if qid.size == 0:
         return np.zeros(0, dtype=np.int64)
-    # a missing id equals no other, itself included: each row would be a query of its own
-    missing = np.flatnonzero(pd.isna(qid))
-    if missing.size:
-        raise ValueError(f"qid[{missing[0]}] is missing ({qid[missing[0]]}): give every row a query id")
+    # each row with a missing id would be a query of its own
+    check_present("qid", qid, "give every row a query id")
     change = np.flatnonzero(qid[1:] != qid[:-1]) + 1
     starts = np.concatenate(([0], change))
     block_ids = qid[starts]

@@ -55,7 +55,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .._validation import check_int
+from .._validation import check_int, check_present
 
 __all__ = ["harvest_propensity", "intervention_sets", "fit_all_pairs"]
 
@@ -101,11 +101,7 @@ def intervention_sets(qid, doc, position, clicks, *, impressions, n_positions: i
     n = qid.shape[0]
     doc = _column(doc, "doc", n)
     for name, values in (("qid", qid), ("doc", doc)):
-        missing = pd.isna(values)
-        if missing.any():
-            row = int(np.flatnonzero(missing)[0])
-            raise ValueError(f"{name}[{row}] is missing ({values[row]}): every logged row needs a query and a "
-                             "document id; fill or drop the rows without")
+        check_present(name, values, "every logged row needs a query and a document id; fill or drop the rows without")
     pos = _column(position, "position", n)
     if pos.dtype.kind not in "iuf":
         raise ValueError("position must hold integers: 1 at the top, -1 for a row never shown")
