@@ -53,7 +53,10 @@ at the fixed budget and with its own early stopping, XGBoost's ``lambdarank_unbi
 its share of the naive-to-ceiling gap, mean and range over the seeds. One entry of
 ``WORLD_METHODS`` adds a method. The logging ranker of every world is a ridge regression fitted
 on 0.2% of the queries; ``--logger-worlds`` (``LOGGER_WORLDS``) fits it on 1% or 5%, a better
-ranker whose order the features predict more of.
+ranker whose order the features predict more of. ``--cascade-worlds`` (``CASCADE_WORLDS``) logs
+cascade clicks by users who stop at the first click and by users who may also leave without
+one, and compares ``fit_clicks`` on the counts, on ``gbrank.cascade_targets`` and on the
+cascade targets with the positions.
 
     python benchmarks/bench_clicks.py                    # quick run, generated data only
     python benchmarks/bench_clicks.py --grid --out docs/clicks/grid   # eta x sessions x 3 seeds, side by side
@@ -61,6 +64,7 @@ ranker whose order the features predict more of.
     python benchmarks/bench_clicks.py --worlds --quick --out docs/clicks/worlds-quick   # small data, minutes
     python benchmarks/bench_clicks.py --worlds --out docs/clicks/worlds   # the family, 1000 queries, 3 seeds
     python benchmarks/bench_clicks.py --logger-worlds --out docs/clicks/logger-worlds   # better logging rankers
+    python benchmarks/bench_clicks.py --cascade-worlds --out docs/clicks/cascade-worlds   # cascade, abandonment
 
 The docs' page on learning from clicks lists the commands of all its figures.
 """
@@ -413,7 +417,7 @@ class World(NamedTuple):
     lengths: str = "fixed"          # "fixed" (30), "uniform" (2-111) or "long-tail" (2-111, median 12)
     top_k: int | None = None        # positions shown; None: every document
     fold: int | None = None         # positions past it logged but never examined
-    click_model: str = "pbm"        # "pbm", "cascade" or "trust"
+    click_model: str = "pbm"        # "pbm", "cascade", "cascade_abandon" or "trust"
     eta: float = 1.0
     click_noise: float = 0.0
     aggregate: str = "count"        # "count" or "binary" clicks per row
@@ -466,6 +470,17 @@ UNSHOWN_WORLDS = [
     World("logger1-top5", top_k=5, logging_fraction=0.01),
     World("logger1-uniform-top10", lengths="uniform", top_k=10, logging_fraction=0.01),
     World("logger5-top10", top_k=10, logging_fraction=0.05),
+]
+
+#: ``--cascade-worlds``: cascade clicks, by users who stop at the first click and by users who
+#: may also leave without one (reaching position p with probability 1/p^eta when nothing above
+#: was clicked), with the top 10 shown and every document shown, eta 1 and 2.
+CASCADE_WORLDS = [
+    World("cascade-top10", click_model="cascade", top_k=10),
+    World("cascade-all", click_model="cascade"),
+    World("abandon-top10", click_model="cascade_abandon", top_k=10),
+    World("abandon-all", click_model="cascade_abandon"),
+    World("abandon-eta2-top10", click_model="cascade_abandon", eta=2.0, top_k=10),
 ]
 
 #: ``--binary-worlds``: the binary world of ``WORLDS`` varied one setting at a time.
@@ -576,7 +591,7 @@ def keeps_sessions(world: World) -> bool:
     """Whether the world's log keeps its sessions: one row per document shown in each session
     (a stochastic policy), or the clicks of each session beside the counts (cascade clicks,
     for the cascade targets)."""
-    return world.policy == "plackett_luce" or world.click_model == "cascade"
+    return world.policy == "plackett_luce" or world.click_model.startswith("cascade")
 
 
 class NotApplicable(Exception):
@@ -624,14 +639,17 @@ def recommended(objective=None, engine="lightgbm", **options):
     return fit
 
 
-def recommended_cascade(clip=CASCADE_CLIP):
+def recommended_cascade(clip=CASCADE_CLIP, position=False):
     """:func:`gbrank.fit_clicks` on :func:`gbrank.cascade_targets` (the cascade model's
-    examinations, clipped at ``clip``), in the worlds whose log keeps its sessions."""
+    examinations, clipped at ``clip``), in the worlds whose log keeps its sessions; with
+    ``position``, given the display positions too (a position-based examination on top of
+    the cascade's, for users who may leave without a click)."""
     def fit(d: ClickTrain):
         if d.sessions is None:
             raise NotApplicable
         targets = gbrank.cascade_targets(*d.sessions, d.clicks.size, clip=clip)
-        model = gbrank.fit_clicks(d.X, targets, d.group, params=d.params, max_rounds=d.max_rounds, seed=d.seed)
+        model = gbrank.fit_clicks(d.X, targets, d.group, position=d.position if position else None,
+                                  params=d.params, max_rounds=d.max_rounds, seed=d.seed)
         return model.predict, model.best_rounds
     return fit
 
@@ -693,6 +711,17 @@ WORLD_METHODS = {
 BINARY_WORLD_METHODS = {
     "fit_clicks": recommended(),
     "fit_clicks(counts)": recommended(lambda: [gbrank.ips_ranknet(), gbrank.pbm_listnet()]),
+    "lgb-position": lgb_position_fixed,
+}
+
+
+#: The methods ``--cascade-worlds`` compares: the recommended procedure on the click counts
+#: (the position-based model), on the cascade targets, and on the cascade targets with the
+#: positions; LightGBM's mode.
+CASCADE_WORLD_METHODS = {
+    "fit_clicks": recommended(),
+    "fit_clicks(cascade)": recommended_cascade(),
+    "fit_clicks(cascade, position)": recommended_cascade(position=True),
     "lgb-position": lgb_position_fixed,
 }
 
@@ -875,6 +904,10 @@ def main(argv=None):
                         help="worlds with rows never shown (UNSHOWN_WORLDS), weak and better logging rankers: "
                              "fit_clicks with and without never_shown, LightGBM's mode; as --worlds otherwise, with a "
                              "table of NDCG@10 below the shares")
+    parser.add_argument("--cascade-worlds", action="store_true",
+                        help="cascade clicks with and without abandonment (CASCADE_WORLDS): fit_clicks on the counts, "
+                             "on the cascade targets and on the cascade targets with positions, LightGBM's mode; as "
+                             "--worlds otherwise")
     parser.add_argument("--quick", action="store_true",
                         help="--worlds on small data: 300 queries, 50 rounds, early stopping within 100, seeds 0 1")
     parser.add_argument("--world-names", nargs="+", default=None, help="--worlds: only these worlds")
@@ -886,7 +919,7 @@ def main(argv=None):
                         help=f"--worlds: most rounds an early-stopped method may choose (default {MAX_ROUNDS}, "
                              "100 with --quick)")
     args = parser.parse_args(argv)
-    if args.worlds or args.binary_worlds or args.logger_worlds or args.unshown_worlds:
+    if args.worlds or args.binary_worlds or args.logger_worlds or args.unshown_worlds or args.cascade_worlds:
         run_worlds(args)
         return
     args.rounds = args.rounds or 100
@@ -976,6 +1009,8 @@ def run_worlds(args) -> None:
         family = LOGGER_WORLDS
     elif args.unshown_worlds:
         family, methods = UNSHOWN_WORLDS, UNSHOWN_WORLD_METHODS
+    elif args.cascade_worlds:
+        family, methods = CASCADE_WORLDS, CASCADE_WORLD_METHODS
     chosen = family
     if args.world_names:
         known = {w.name: w for w in family}
@@ -992,7 +1027,7 @@ def run_worlds(args) -> None:
                           max_rounds=args.max_rounds or (100 if quick else MAX_ROUNDS), threads=args.threads,
                           methods=methods, letor=args.letor)
     table = worlds_table(results, chosen, args.letor)
-    if args.unshown_worlds:
+    if args.unshown_worlds or args.cascade_worlds:
         table += "\n" + ndcg_table(results, chosen)
     print(f"{time.perf_counter() - start:.0f} s; machine load (1, 5, 15 min) at the start: "
           + " ".join(f"{v:.2f}" for v in load_average) + "; at the end: "

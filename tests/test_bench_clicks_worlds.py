@@ -58,6 +58,21 @@ def test_the_unshown_family_holds_rows_never_shown_and_agrees_with_the_other_fam
     assert {w.logging_fraction > 0.002 for w in bench.UNSHOWN_WORLDS} == {True, False}
 
 
+def test_the_cascade_family_keeps_its_sessions_and_agrees_with_the_other_families(bench, tmp_path):
+    pytest.importorskip("lightgbm")
+    others = {w.name: w for w in bench.WORLDS + bench.UNSHOWN_WORLDS}
+    for world in bench.CASCADE_WORLDS:
+        assert world.click_model in ("cascade", "cascade_abandon") and bench.keeps_sessions(world)
+        assert others.get(world.name, world) == world
+    assert {w.click_model for w in bench.CASCADE_WORLDS} == {"cascade", "cascade_abandon"}
+    bench.main(["--cascade-worlds", "--queries", "40", "--rounds", "3", "--max-rounds", "8", "--seeds", "0",
+                "--world-names", "abandon-top10", "--out", str(tmp_path)])
+    results = pd.read_csv(tmp_path / "results.csv")
+    assert sorted(results["method"]) == sorted(["ceiling", "naive", *bench.CASCADE_WORLD_METHODS])
+    assert results["error"].isna().all() and results["ndcg@10"].between(0, 1).all()
+    assert "| abandon-top10 | 1 |" in (tmp_path / "results.inc").read_text()  # the NDCG@10 table
+
+
 def test_the_ndcg_table_counts_the_seeds_ahead(bench):
     results = pd.DataFrame({"world": "top10", "seed": [0, 0, 0, 0, 1, 1, 1, 1],
                             "method": ["ceiling", "naive", "fit_clicks", "lgb-position"] * 2,

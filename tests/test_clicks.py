@@ -81,6 +81,37 @@ def test_cascade_clicks_at_most_once_per_session():
     assert log.session_clicks.sum(axis=1).max() <= 1
 
 
+@pytest.mark.parametrize("model, eta", [("cascade", 1.0), ("cascade_abandon", 1.0), ("cascade_abandon", 2.0)])
+def test_cascade_click_rates_are_the_models(model, eta):
+    """Position p is clicked with probability theta_p r_p prod_{j<p} (1 - r_j), theta_p =
+    p^-eta for users who may leave without a click and 1 for those who do not; none past the
+    fold."""
+    from gbrank.datasets.clicks import click_probability
+
+    y = np.array([1, 0, 2, 1, 3, 0, 4, 1])
+    n = 200_000
+    log = simulate_clicks(y, [8], -np.arange(8.0), sessions_per_query=n, top_k=8, click_model=model, eta=eta,
+                          fold=6, per_session=True, seed=1)
+    r = click_probability(y.astype(float), eps=0.1, max_label=4)
+    reach = np.arange(1, 9) ** -eta if model == "cascade_abandon" else np.ones(8)
+    expected = np.where(np.arange(8) < 6, reach * r * np.concatenate(([1.0], np.cumprod(1 - r)[:-1])), 0.0)
+    np.testing.assert_allclose(log.clicks / n, expected, atol=4 * np.sqrt(0.25 / n))
+    assert log.session_clicks.sum(axis=1).max() == 1
+
+
+def test_abandonment_draws_nothing_for_the_other_click_models():
+    # the abandonment draws come only with cascade_abandon: the other models' logs are as before
+    d = make_ranking(10, 10, 5, seed=1)
+    a = simulate_clicks(d.y, d.group, X=d.X, sessions_per_query=50, click_model="cascade", per_session=True, seed=4)
+    b = simulate_clicks(d.y, d.group, X=d.X, sessions_per_query=50, click_model="cascade_abandon", eta=0.0,
+                        per_session=True, seed=4)
+    c = simulate_clicks(d.y, d.group, X=d.X, sessions_per_query=50, click_model="cascade_abandon", per_session=True,
+                        seed=4)
+    assert a.clicks.sum() > c.clicks.sum() > 0
+    np.testing.assert_array_equal(a.session_rows, c.session_rows)
+    assert b.clicks.sum() > 0  # eta 0: nobody leaves, but the draws are others
+
+
 def test_plackett_luce_propensity_is_the_expected_examination():
     # two documents, top_k=1: P(first shown) = softmax, so rho = softmax(s) * theta_1
     log = simulate_clicks([1, 0], [2], [1.0, 0.0], top_k=1, policy="plackett_luce", n_policy_samples=20_000,

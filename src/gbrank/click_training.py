@@ -141,6 +141,21 @@ With cascade targets (:func:`gbrank.cascade_targets`) the exposure of a held-out
 expected number of examinations, :math:`\sum_s P_{s,i}`, in place of
 :math:`\theta_{p_i}`: known, the same for every round and every candidate.
 
+Cascade clicks
+--------------
+The cascade targets are each row's clicks per examination, its examinations read from the
+clicks above it in every session. A session without a click reads to them as every document
+examined, yet users also leave a list without clicking. Given the positions as well, each
+examined row's target is trained as its clicks at its position, with the default on click
+counts, so that a position-based examination :math:`\theta_p` (how far down users read when
+nothing above was clicked) is estimated on top of the cascade's: a click is then expected
+:math:`\theta_{p_i} \gamma_i` times per examination the cascade model counts. On the cascade
+worlds of the clicks benchmark (1,000 queries, seeds 0 to 4) the targets alone closed 83%
+and 62% of the gap between raw clicks and true labels with the top 10 and every document
+shown, and none of it where users may leave (-6% and -2%); with the positions 82%, 93%, 80%
+and 83%. Where users leave steeply (:math:`\theta_p = p^{-2}`), 62%, behind the
+position-based default on the click counts (72%).
+
 The L2 penalty
 --------------
 Clicks are noisy labels, and the engines' default L2 penalties on the leaf values (0 in
@@ -575,6 +590,17 @@ def _check_cascade_objective(objective) -> None:
         )
 
 
+def _abandonment_log(targets, position) -> tuple[np.ndarray, np.ndarray]:
+    """Cascade targets given with positions, as a log of clicks: each examined row's target
+    (its clicks per examination, on the scale of its sessions) at its position; the rows the
+    sessions never examined at position -1, so that they take no part."""
+    position = np.asarray(position)
+    if position.shape != targets.targets.shape:
+        raise ValueError(f"position must hold one display position per row of the cascade targets "
+                         f"({targets.targets.size}), got shape {position.shape}")
+    return np.where(targets.examined, targets.targets, 0.0), np.where(targets.examined, position, -1)
+
+
 def _cascade_log(X, targets, group, qid):
     """The examined rows of cascade targets, the queries left with none dropped: their row
     indices, training labels, clicks, expected examinations, query offsets and the indices of
@@ -968,10 +994,15 @@ def fit_clicks(
     clicks : array-like of shape (n_rows,), or CascadeTargets
         Clicks per row: counts over the sessions, or 0/1. Or, for clicks that follow the
         cascade model (users read down the list and stop after a click), the targets of
-        :func:`gbrank.cascade_targets` computed from the sessions: the objective (an IPS one
-        with ``propensity=None``) is trained on them over the examined rows, and the
-        criterion takes each held-out row's expected number of examinations in place of its
-        position's propensity; ``position`` is then left out.
+        :func:`gbrank.cascade_targets` computed from the sessions: without ``position``, the
+        objective (an IPS one with ``propensity=None``) is trained on them over the examined
+        rows, and the criterion takes each held-out row's expected number of examinations in
+        place of its position's propensity. With ``position``, for users who may also leave
+        the list without a click: each examined row's target is taken as its clicks, and the
+        procedure on click counts (the propensities fitted first, then ``pbm_listnet``) puts
+        a position-based examination on top of the cascade's (``propensity_``: how far down
+        users go when nothing above was clicked); see "Cascade clicks" in
+        :mod:`gbrank.click_training`.
     group : array-like of int, optional
         Query sizes, the rows of each query together (or ``qid``). Where a stochastic policy
         logged a row per document shown in each session, give each query's sessions as one
@@ -985,7 +1016,8 @@ def fit_clicks(
     position : array-like of int, shape (n_rows,)
         The display position of each row, 1 at the top; -1 for a row logged but never shown
         (no clicks; it takes no part in the loss or the criterion, unless ``never_shown``).
-        Required, except with cascade targets.
+        Required, except with cascade targets, where it asks for the examination beyond the
+        cascade's (the rows the sessions never examined then take no part).
     objective : gbrank click objective or sequence of them, optional
         The objective to train, or several to compare: each is fitted on the same held-out
         split and its rounds chosen, and the one whose chosen round explains the held-out
@@ -1083,13 +1115,11 @@ def fit_clicks(
     else:
         candidates = [objective]
     X = _as_matrix(X)
-    settle = binary = False
+    settle = binary = abandon = False
+    if cascade and position is not None:
+        # users who may leave without a click: the position-based model on the cascade's targets
+        (clicks, position), cascade, abandon = _abandonment_log(clicks, position), False, True
     if cascade:
-        if position is not None:
-            raise ValueError(
-                "position is not used with cascade targets: each row's examinations come from the sessions "
-                "(gbrank.cascade_targets); leave position out"
-            )
         candidates = candidates or _default_objectives(cascade=True)
         for candidate in candidates:
             _check_cascade_objective(candidate)
@@ -1102,7 +1132,8 @@ def fit_clicks(
         clicks, offsets, position = _check_log(clicks, group, qid, position)
         _check_rows(X, clicks.size)
         # on counts the default fits the propensities first: once the inputs are checked, below
-        binary = _binary(clicks)
+        # cascade targets are clicks per examination, however few: counts, not 0/1 clicks
+        binary = _binary(clicks) and not abandon
         settle = candidates is None and not binary
         if candidates is None and not settle:
             candidates = _default_objectives(cascade=False)
@@ -1111,9 +1142,10 @@ def fit_clicks(
                 _check_theta(candidate.propensity, int(position.max()))
         labels, counted = clicks, clicks * (position >= 1)
         queries = np.arange(offsets.size - 1)
-    if never_shown > 0 and not settle:
-        why = ("the clicks are cascade targets" if cascade else "every click is 0 or 1 (the default is pbm_cloglog)"
-               if objective is None else "an objective was given")
+    if never_shown > 0 and (abandon or not settle):
+        why = ("the clicks are cascade targets" if cascade or abandon
+               else "every click is 0 or 1 (the default is pbm_cloglog)" if objective is None
+               else "an objective was given")
         raise ValueError(f"never_shown applies to the default objective on click counts, which fits the "
                          f"propensities first; {why}: leave never_shown out")
     params = _engine_params(engine, params, "fit_clicks chooses the objective and the rounds on held-out clicks: "

@@ -21,6 +21,14 @@ describes it: a test of what a position-based estimator does when its model is w
 document at position :math:`p` is clicked with probability
 :math:`r(l_p) \prod_{j < p} (1 - r(l_j))`, whatever :math:`\eta`.
 
+Cascade model with abandonment (``click_model="cascade_abandon"``): the same, except that
+after each position without a click the user may also leave: position :math:`p` is reached,
+when nothing above it was clicked, with probability :math:`\theta_p = (1/p)^\eta` (after
+position :math:`p` the user goes on with probability :math:`\theta_{p+1}/\theta_p`). The
+document at position :math:`p` is clicked with probability
+:math:`\theta_p\, r(l_p) \prod_{j < p} (1 - r(l_j))`: a session without a click no longer
+means that every document was examined, which a cascade correction alone assumes.
+
 Trust bias (``click_model="trust"``; Agarwal et al., WWW 2019; Vardasbi et al., CIKM 2020):
 an examined document is relevant with probability :math:`\gamma = r(l)`, and users trust
 the top of the list: they click an examined relevant document with probability
@@ -316,9 +324,11 @@ def simulate_clicks(
         Click probability of an examined irrelevant document.
     max_label : float, optional
         :math:`l_\max`; default the largest label in ``y``.
-    click_model : {"pbm", "cascade", "trust"}, default="pbm"
-        Position-based model, the cascade model (stop at the first click) or the
-        position-based model with trust bias.
+    click_model : {"pbm", "cascade", "cascade_abandon", "trust"}, default="pbm"
+        Position-based model, the cascade model (stop at the first click), the cascade model
+        in which the user may also leave without a click (position :math:`p` reached with
+        probability :math:`\theta_p` when nothing above was clicked) or the position-based
+        model with trust bias.
     eps_plus, eps_minus : array-like of shape (>= top_k,), optional
         ``click_model="trust"`` only: :math:`\epsilon^+_p` and :math:`\epsilon^-_p`, the
         probability of a click on an examined relevant and irrelevant document at positions
@@ -361,7 +371,7 @@ def simulate_clicks(
     k = check_int("top_k", top_k, min=1)
     n_sessions = check_int("sessions_per_query", sessions_per_query, min=1)
     eta = check_float("eta", eta, min=0.0)
-    check_choice("click_model", click_model, ("pbm", "cascade", "trust"))
+    check_choice("click_model", click_model, ("pbm", "cascade", "cascade_abandon", "trust"))
     check_choice("aggregate", aggregate, ("count", "binary"))
     fold = check_int("fold", fold, min=1, optional=True)
     noise = check_float("click_noise", click_noise, min=0.0)
@@ -392,6 +402,7 @@ def simulate_clicks(
     theta = (1.0 / np.arange(1, k + 1)) ** float(eta)
     if fold is not None:
         theta[fold:] = 0.0
+    go_on = theta / np.concatenate(([1.0], np.maximum(theta[:-1], np.finfo(float).tiny)))
     n_rows = labels.shape[0]
     n_queries = offsets.shape[0] - 1
     scores_pad, row_query, row_col = _padded(scores, offsets, -np.inf)
@@ -419,6 +430,10 @@ def simulate_clicks(
             clicked = (rows >= 0) & (u < theta[:shown] * (plus[:shown] * rel + minus[:shown] * (1.0 - rel)))
         else:
             hit = (u < rel) & above_fold
+            if click_model == "cascade_abandon":
+                # past each position without a click the user goes on with probability
+                # theta_{p+1} / theta_p, so that position p is reached with probability theta_p
+                hit &= np.cumprod(rng.random(rows.shape) < go_on[:shown], axis=1, dtype=np.int8).astype(bool)
             first_hit = np.where(hit.any(axis=1), hit.argmax(axis=1), shown)
             clicked = hit & (np.arange(shown) == first_hit[:, None])
         if noise > 0:

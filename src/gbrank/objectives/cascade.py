@@ -46,6 +46,14 @@ not given target 0, which would push them down as irrelevant.
 The targets are per-row inverse-propensity weighted clicks, the ``propensity=None`` labels
 of :func:`gbrank.ips_listnet` and :func:`gbrank.ips_ranknet`, whose losses are linear in
 them: in expectation the loss on :math:`N_i \gamma_i`.
+
+Users who leave without a click
+-------------------------------
+Neither model lets a user leave the list without a click: a session without one reads as
+every document examined. Where users do leave, a document's targets are too low the further
+down it is shown. :func:`gbrank.fit_clicks` given the targets and the display positions
+estimates a position-based examination on top of the cascade's (see "Cascade clicks" in
+:mod:`gbrank.click_training`).
 """
 
 from __future__ import annotations
