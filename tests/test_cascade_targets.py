@@ -138,6 +138,13 @@ def test_the_simulators_cascade_clicks_give_the_relevance():
     np.testing.assert_allclose(t.targets[enough] / 4000, log.relevance[enough], atol=0.06)
     np.testing.assert_array_equal(t.clicks, log.clicks)
     np.testing.assert_array_equal(t.impressions, np.where(log.position > 0, 4000, 0))
+    np.testing.assert_array_equal(t.position, log.position)
+
+
+def test_each_rows_position_is_its_rank_where_every_session_agrees():
+    rows = np.array([[0, 1, 2], [0, 2, -1], [0, 1, 2]])
+    t = gbrank.cascade_targets(rows, np.zeros(rows.shape, dtype=bool), 5)
+    np.testing.assert_array_equal(t.position, [1, 2, 0, -1, -1])  # row 2 at ranks 3 and 2; rows 3, 4 never shown
 
 
 def test_clip_bounds_the_weight_of_a_click_and_changes_nothing_else():

@@ -545,8 +545,18 @@ def test_cascade_targets_with_positions_refuse_what_does_not_apply(abandonment_l
         gbrank.fit_clicks(train.X, targets, train.group, position=log.position[:-1])
     with pytest.raises(ValueError, match="the clicks are cascade targets: leave never_shown out"):
         gbrank.fit_clicks(train.X, targets, train.group, position=log.position, never_shown=0.03)
-    with pytest.raises(ValueError, match="has .* clicks but position -1"):
-        gbrank.fit_clicks(train.X, targets, train.group, position=np.full(train.y.size, -1))
+    np.testing.assert_array_equal(targets.position, log.position)  # the sessions' ranks: a deterministic ranker's
+    shifted = np.where(log.position > 0, log.position + 1, -1)
+    row = int(np.flatnonzero(targets.examined)[0])
+    with pytest.raises(ValueError, match=rf"position\[{row}\] = {shifted[row]}, but the sessions show row {row} at "
+                                         rf"rank {log.position[row]}: give the positions of the sessions"):
+        gbrank.fit_clicks(train.X, targets, train.group, position=shifted)
+    # a stochastic policy shows a row at several ranks: no position per row to estimate an examination for
+    moving = simulate_clicks(train.y, train.group, X=train.X, sessions_per_query=10, top_k=10, click_model="cascade",
+                             policy="plackett_luce", n_policy_samples=5, per_session=True, seed=0)
+    sampled = gbrank.cascade_targets(moving.session_rows, moving.session_clicks, train.y.size)
+    with pytest.raises(ValueError, match=r"the sessions show row \d+ at more than one rank: .*leave position out"):
+        gbrank.fit_clicks(train.X, sampled, train.group, position=sampled.position)
 
 
 # ----------------------------------------------------------------------------- several objectives

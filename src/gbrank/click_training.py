@@ -598,6 +598,15 @@ def _abandonment_log(targets, position) -> tuple[np.ndarray, np.ndarray]:
     if position.shape != targets.targets.shape:
         raise ValueError(f"position must hold one display position per row of the cascade targets "
                          f"({targets.targets.size}), got shape {position.shape}")
+    moved = np.flatnonzero(targets.examined & (targets.position == 0))
+    if moved.size:
+        raise ValueError(f"the sessions show row {int(moved[0])} at more than one rank: an examination per position "
+                         "needs each row at one rank, as a deterministic ranker shows it; leave position out")
+    differ = np.flatnonzero(targets.examined & (position != targets.position))
+    if differ.size:
+        row = int(differ[0])
+        raise ValueError(f"position[{row}] = {position[row].item()!r}, but the sessions show row {row} at rank "
+                         f"{int(targets.position[row])}: give the positions of the sessions (CascadeTargets.position)")
     return np.where(targets.examined, targets.targets, 0.0), np.where(targets.examined, position, -1)
 
 
@@ -1017,7 +1026,9 @@ def fit_clicks(
         The display position of each row, 1 at the top; -1 for a row logged but never shown
         (no clicks; it takes no part in the loss or the criterion, unless ``never_shown``).
         Required, except with cascade targets, where it asks for the examination beyond the
-        cascade's (the rows the sessions never examined then take no part).
+        cascade's (the rows the sessions never examined then take no part); it must be the
+        rank at which the sessions showed each examined row (``CascadeTargets.position``),
+        and a row shown at several ranks, as by a stochastic policy, is refused.
     objective : gbrank click objective or sequence of them, optional
         The objective to train, or several to compare: each is fitted on the same held-out
         split and its rounds chosen, and the one whose chosen round explains the held-out

@@ -120,6 +120,10 @@ class CascadeTargets:
         Expected number of examinations, :math:`\\sum_s P_{s,i}`.
     examined : ndarray of bool, shape (n_rows,)
         Rows with ``examinations > 0``: the rows to train on.
+    position : ndarray of int64, shape (n_rows,)
+        The rank at which the sessions showed each row, where it was the same in all of
+        them (a deterministic ranker's log); 0 where it differed, -1 where no session showed
+        the row.
     """
 
     targets: np.ndarray
@@ -127,6 +131,7 @@ class CascadeTargets:
     impressions: np.ndarray
     examinations: np.ndarray
     examined: np.ndarray
+    position: np.ndarray
 
     def training_set(self, X, group):
         """``(X, targets, group)`` of the examined rows only: the rows never examined carry no
@@ -263,5 +268,10 @@ def cascade_targets(session_rows, session_clicks, n_rows: int, *, continuation=0
     if clip is not None:
         targets[examined] = impressions[examined] * clicks[examined] / np.maximum(
             examinations[examined], clip * impressions[examined])
+    rank = np.broadcast_to(np.arange(1, k + 1), rows.shape)[shown]
+    lowest, highest = np.full(n_rows, k + 1), np.zeros(n_rows, dtype=np.int64)
+    np.minimum.at(lowest, at, rank)
+    np.maximum.at(highest, at, rank)
+    position = np.where(impressions == 0, -1, np.where(lowest == highest, highest, 0))
     return CascadeTargets(targets=targets, clicks=clicks, impressions=impressions, examinations=examinations,
-                          examined=examined)
+                          examined=examined, position=position)
