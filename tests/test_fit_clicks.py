@@ -16,17 +16,25 @@ import numpy as np
 import pytest
 
 import gbrank
-from gbrank.click_training import BINARY_CLICK_L2, CLICK_L2, HeldOutClickLikelihood, click_likelihood
+from gbrank.click_training import (
+    BINARY_CLICK_L2,
+    CLICK_L2,
+    CLICK_NUM_LEAVES,
+    HeldOutClickLikelihood,
+    click_likelihood,
+)
 from gbrank.datasets import make_ranking, simulate_clicks, split_queries
 from gbrank.metrics import ndcg
 
 ENGINES = ["lightgbm", "xgboost"]
 # one thread each: the tests share their machine
 THREADS = {"lightgbm": {"num_threads": 1, "verbose": -1}, "xgboost": {"nthread": 1}}
-# what fit_clicks and fit_propensity train with where params set no L2 penalty
-L2 = {"lightgbm": {"lambda_l2": CLICK_L2}, "xgboost": {"lambda": CLICK_L2}}
+# what fit_clicks and fit_propensity train with where params set no number of leaves (LightGBM)
+LEAVES = {"lightgbm": {"num_leaves": CLICK_NUM_LEAVES}, "xgboost": {}}
+# ... and that, where params set no L2 penalty either
+L2 = {"lightgbm": {"lambda_l2": CLICK_L2, **LEAVES["lightgbm"]}, "xgboost": {"lambda": CLICK_L2}}
 # ... and where every click is 0 or 1
-BINARY_L2 = {"lightgbm": {"lambda_l2": BINARY_CLICK_L2}, "xgboost": {"lambda": BINARY_CLICK_L2}}
+BINARY_L2 = {"lightgbm": {"lambda_l2": BINARY_CLICK_L2, **LEAVES["lightgbm"]}, "xgboost": {"lambda": BINARY_CLICK_L2}}
 
 
 def direct_nll(scores, clicks, group, position, theta, tau):
@@ -896,10 +904,32 @@ def test_an_l2_penalty_is_set_unless_params_give_one(engine, log):
     np.testing.assert_array_equal(default.curve, stated.curve)
     assert default.params == {**THREADS[engine], **BINARY_L2[engine]} == stated.params
     assert not np.allclose(fit_binary(**L2[engine]).curve, default.curve)
-    assert fit_binary(**{names[-1]: 0.0}).params == {**THREADS[engine], names[-1]: 0.0}
+    assert fit_binary(**{names[-1]: 0.0}).params == {**THREADS[engine], **LEAVES[engine], names[-1]: 0.0}
     alone = gbrank.fit_propensity(train.X, binary, train.group, position=clicks.position, engine=engine,
                                   params=THREADS[engine], rounds=40)
     assert alone.params == {**THREADS[engine], **BINARY_L2[engine]}
+
+
+def test_lightgbm_trains_trees_of_fifteen_leaves_unless_params_say_otherwise(log):
+    train, _, clicks = log
+
+    def leaves(fit):
+        return max(tree["num_leaves"] for tree in fit.booster.dump_model()["tree_info"])
+
+    def fit(**extra):
+        return gbrank.fit_clicks(train.X, clicks.clicks, train.group, position=clicks.position,
+                                 params={**THREADS["lightgbm"], "min_data_in_leaf": 2, **extra}, max_rounds=6,
+                                 objective=gbrank.ips_listnet())
+
+    default = fit()
+    assert default.params["num_leaves"] == CLICK_NUM_LEAVES and leaves(default) == CLICK_NUM_LEAVES
+    for name in ("num_leaves", "num_leaf", "max_leaves", "max_leaf", "max_leaf_nodes"):
+        given = fit(**{name: 31})
+        assert "num_leaves" not in given.params or name == "num_leaves", name
+        assert leaves(given) > CLICK_NUM_LEAVES, name
+    alone = gbrank.fit_propensity(train.X, clicks.clicks, train.group, position=clicks.position,
+                                  params=THREADS["lightgbm"], rounds=5)
+    assert alone.params["num_leaves"] == CLICK_NUM_LEAVES
 
 
 # ----------------------------------------------------------------------------- the held-out evidence
