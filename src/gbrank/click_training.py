@@ -1123,7 +1123,9 @@ def fit_clicks(
     _check_engine(engine)
     from .objectives.cascade import CascadeTargets
 
-    cascade = isinstance(clicks, CascadeTargets)
+    targets_given = isinstance(clicks, CascadeTargets)
+    # the cascade's examinations as the exposure; with positions, the position-based model on the targets
+    cascade = targets_given and position is None
     max_rounds = check_int("max_rounds", max_rounds, min=1)
     held_out = check_float("held_out", held_out, min=0.0, strict=True)
     if held_out >= 1:
@@ -1143,10 +1145,10 @@ def fit_clicks(
     else:
         candidates = [objective]
     X = _as_matrix(X)
-    settle = binary = abandon = False
-    if cascade and position is not None:
-        # users who may leave without a click: the position-based model on the cascade's targets
-        (clicks, position), cascade, abandon = _abandonment_log(clicks, position), False, True
+    settle = binary = False
+    if targets_given and not cascade:
+        # users who may leave without a click
+        clicks, position = _abandonment_log(clicks, position)
     if cascade:
         candidates = candidates or _default_objectives(cascade=True)
         for candidate in candidates:
@@ -1161,7 +1163,7 @@ def fit_clicks(
         _check_rows(X, clicks.size)
         # on counts the default fits the propensities first: once the inputs are checked, below
         # cascade targets are clicks per examination, however few: counts, not 0/1 clicks
-        binary = _binary(clicks) and not abandon
+        binary = _binary(clicks) and not targets_given
         settle = candidates is None and not binary
         if candidates is None and not settle:
             candidates = _default_objectives(cascade=False)
@@ -1170,8 +1172,8 @@ def fit_clicks(
                 _check_theta(candidate.propensity, int(position.max()))
         labels, counted = clicks, clicks * (position >= 1)
         queries = np.arange(offsets.size - 1)
-    if never_shown > 0 and (abandon or not settle):
-        why = ("the clicks are cascade targets" if cascade or abandon
+    if never_shown > 0 and (targets_given or not settle):
+        why = ("the clicks are cascade targets" if targets_given
                else "every click is 0 or 1 (the default is pbm_cloglog)" if objective is None
                else "an objective was given")
         raise ValueError(f"never_shown applies to the default objective on click counts, which fits the "
