@@ -422,6 +422,7 @@ class World(NamedTuple):
     click_noise: float = 0.0
     aggregate: str = "count"        # "count" or "binary" clicks per row
     policy: str = "deterministic"   # or "plackett_luce": one row per document shown in each session
+    per_session: bool = False       # one row per document shown in each session, also with a deterministic policy
     sessions: int = 50              # sessions per training query
     logging_fraction: float = 0.002  # share of the queries the logging ranker is fitted on: more, a better one
 
@@ -442,6 +443,7 @@ WORLDS = [
     World("trust", click_model="trust"),
     World("plackett-luce-top10", policy="plackett_luce", top_k=10, sessions=10),
     World("plackett-luce-30", policy="plackett_luce", top_k=10, sessions=30),
+    World("per-session-top10", top_k=10, per_session=True, sessions=20),
 ]
 
 #: ``--logger-worlds``: worlds of ``WORLDS`` logged by a better ranker (a ridge regression
@@ -503,7 +505,7 @@ def describe(world: World, letor: str | None = None) -> str:
     parts = [f"{letor} lists" if letor else lengths[world.lengths], shown]
     if world.fold is not None:
         parts.append(f"unexamined past {world.fold}")
-    clicks = "binary clicks per session row" if world.policy == "plackett_luce" else f"{world.aggregate} clicks"
+    clicks = "binary clicks per session row" if rows_per_session(world) else f"{world.aggregate} clicks"
     parts += [world.click_model, f"eta {world.eta:g}", f"{clicks}, {world.sessions} sessions"]
     if world.click_noise:
         parts.append(f"noise {world.click_noise:g}")
@@ -541,13 +543,16 @@ class ClickTrain(NamedTuple):
 
     ``X, clicks, group, position``: the rows as gbrank takes them (with a deterministic policy
     one row per document with its click count or binary click and its display position, -1
-    for rows never shown; with a stochastic policy one row per document shown in each
-    session, every session a group of its own). ``order`` puts the rows in display order and
+    for rows never shown; with a stochastic policy, or where the world asks for it, one row
+    per document shown in each session, every session a group of its own). ``order`` puts the rows in display order and
     ``rank`` is the display rank of each row in that order (rows never shown at ranks past the
     cut-off): the engines' own modes take ``X[order]``, ``clicks[order]``, ``rank``.
     ``query`` is the query of each group (for holding out whole queries). ``sessions``: the
     per-session records ``(session_rows, session_clicks)`` of a deterministic policy's log
-    where the world keeps them (cascade clicks), else None."""
+    where the world keeps them (cascade clicks), else None. ``aggregate``: what
+    :func:`gbrank.fit_clicks` is told a row's click says, ``"count"`` (the sessions it was
+    clicked in; 0 or 1 on a row per session) or ``"binary"`` (whether it was clicked in
+    any), or None (its default)."""
 
     X: np.ndarray
     clicks: np.ndarray
@@ -562,11 +567,12 @@ class ClickTrain(NamedTuple):
     max_rounds: int
     threads: int
     seed: int
+    aggregate: str | None
 
 
 def click_train(world: World, train: RankingData, log, *, params, rounds, max_rounds, threads, seed) -> ClickTrain:
     """The world's click log in the form of :class:`ClickTrain`."""
-    if world.policy == "plackett_luce":
+    if rows_per_session(world):
         shown = log.session_rows >= 0
         rows = log.session_rows[shown]
         group = shown.sum(axis=1)
@@ -581,17 +587,25 @@ def click_train(world: World, train: RankingData, log, *, params, rounds, max_ro
         query = np.arange(group.size)
         order = display_order(train, log.logging_scores)
         rank = np.arange(order.size) - np.repeat(np.cumsum(group) - group, group) + 1
-    sessions = (log.session_rows, log.session_clicks) if world.policy == "deterministic" and keeps_sessions(world) \
+    sessions = (log.session_rows, log.session_clicks) if not rows_per_session(world) and keeps_sessions(world) \
         else None
+    # the Plackett-Luce sessions train with fit_clicks' default on 0/1 clicks (pbm_cloglog),
+    # level with the procedure on counts on 1,000 queries and ahead on 300
+    aggregate = None if world.policy == "plackett_luce" else world.aggregate
     return ClickTrain(X, clicks, group, position, order, rank, query, sessions, params, rounds, max_rounds, threads,
-                      seed)
+                      seed, aggregate)
+
+
+def rows_per_session(world: World) -> bool:
+    """Whether the world's log has one row per document shown in each session."""
+    return world.policy == "plackett_luce" or world.per_session
 
 
 def keeps_sessions(world: World) -> bool:
-    """Whether the world's log keeps its sessions: one row per document shown in each session
-    (a stochastic policy), or the clicks of each session beside the counts (cascade clicks,
-    for the cascade targets)."""
-    return world.policy == "plackett_luce" or world.click_model.startswith("cascade")
+    """Whether the world's log keeps its sessions: one row per document shown in each session,
+    or the clicks of each session beside the counts (cascade clicks, for the cascade
+    targets)."""
+    return rows_per_session(world) or world.click_model.startswith("cascade")
 
 
 class NotApplicable(Exception):
@@ -634,7 +648,7 @@ def recommended(objective=None, engine="lightgbm", **options):
                                   engine=engine,
                                   params=d.params if engine == "lightgbm" else _xgb_params(d),
                                   objective=None if objective is None else objective(),
-                                  max_rounds=d.max_rounds, seed=d.seed, **options)
+                                  max_rounds=d.max_rounds, seed=d.seed, aggregate=d.aggregate, **options)
         return model.predict, model.best_rounds
     return fit
 

@@ -35,7 +35,7 @@ def test_every_world_builds_its_data_and_click_log(bench):
         log = simulate_clicks(train.y, train.group, X=train.X, sessions_per_query=world.sessions, top_k=top_k,
                               eta=world.eta, click_model=world.click_model, fold=world.fold,
                               click_noise=world.click_noise, aggregate=world.aggregate, policy=world.policy,
-                              n_policy_samples=5, per_session=world.policy == "plackett_luce", seed=1)
+                              n_policy_samples=5, per_session=bench.keeps_sessions(world), seed=1)
         params = {"verbose": -1}
         d = bench.click_train(world, train, log, params=params, rounds=5, max_rounds=20, threads=1, seed=1)
         assert d.X.shape[0] == d.clicks.size == d.position.size == d.group.sum() == d.order.size == d.rank.size
@@ -43,8 +43,11 @@ def test_every_world_builds_its_data_and_click_log(bench):
         # the engines' rows are in display order: ranks 1, 2, ... within every group
         start = np.repeat(np.cumsum(d.group) - d.group, d.group)
         np.testing.assert_array_equal(d.rank, np.arange(d.rank.size) - start + 1)
-        if world.aggregate == "binary" or world.policy == "plackett_luce":
+        if world.aggregate == "binary" or bench.rows_per_session(world):
             assert set(np.unique(d.clicks)) <= {0.0, 1.0}
+        if bench.rows_per_session(world):
+            # a row per document shown in each session, every session a list of its own
+            assert d.group.size == log.session_query.size and d.sessions is None and (d.position >= 1).all()
         assert world.name and bench.describe(world)
 
 

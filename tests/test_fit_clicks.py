@@ -383,8 +383,19 @@ def test_bad_input_is_refused_with_the_fix(log):
         gbrank.fit_clicks(X, clicks, group, position=position, never_shown="0.03")
     with pytest.raises(ValueError, match="an objective was given: leave never_shown out"):
         gbrank.fit_clicks(X, clicks, group, position=position, never_shown=0.03, objective=gbrank.pbm_listnet())
-    with pytest.raises(ValueError, match=r"every click is 0 or 1 .*: leave never_shown out"):
-        gbrank.fit_clicks(X, (clicks > 0).astype(float), group, position=position, never_shown=0.01)
+    for told in (None, "binary"):
+        with pytest.raises(ValueError, match=r"read as whether each row was clicked in any session .*aggregate='count' "
+                                             r"reads 0/1 clicks as counts\): leave never_shown out"):
+            gbrank.fit_clicks(X, (clicks > 0).astype(float), group, position=position, never_shown=0.01,
+                              aggregate=told)
+    with pytest.raises(ValueError, match=r"aggregate='binary' reads .*row 0 has 2\.0: .*pass aggregate='count'"):
+        gbrank.fit_clicks(X, np.where(np.arange(clicks.size) == 0, 2.0, clicks > 0), group, position=position,
+                          aggregate="binary")
+    for told in ("any", True):
+        with pytest.raises(ValueError, match="aggregate must be one of 'count', 'binary'"):
+            gbrank.fit_clicks(X, clicks, group, position=position, aggregate=told)
+        with pytest.raises(ValueError, match="aggregate must be one of 'count', 'binary'"):
+            gbrank.fit_propensity(X, clicks, group, position=position, aggregate=told)
 
 
 @pytest.mark.parametrize("engine", ["lightgbm", "xgboost"])
@@ -827,11 +838,59 @@ def test_the_default_for_binary_clicks_is_the_cloglog_likelihood(log):
                               max_rounds=5, objective=gbrank.pbm_cloglog())
     assert given.best_rounds == fit.best_rounds
     np.testing.assert_array_equal(given.predict(train.X), fit.predict(train.X))
+    # said in so many words, the same
+    told = gbrank.fit_clicks(train.X, binary, train.group, position=clicks.position, params=THREADS["lightgbm"],
+                             max_rounds=5, aggregate="binary")
+    np.testing.assert_array_equal(told.predict(train.X), fit.predict(train.X))
+    # told they are counts (each over one session), the procedure on counts
+    fit = gbrank.fit_clicks(train.X, binary, train.group, position=clicks.position, params=THREADS["lightgbm"],
+                            max_rounds=2, aggregate="count")
+    assert [c.factory for c in fit.candidates] == ["pbm_listnet"] and fit.propensity_fit is not None
+    assert fit.params["lambda_l2"] == CLICK_L2
     # one count above 1 and the clicks are counts: the click-count objectives
     binary[np.flatnonzero(binary)[0]] = 2.0
     fit = gbrank.fit_clicks(train.X, binary, train.group, position=clicks.position, params=THREADS["lightgbm"],
                             max_rounds=2)
     assert [c.factory for c in fit.candidates] == ["pbm_listnet"] and fit.propensity_fit is not None
+
+
+@pytest.mark.filterwarnings("ignore:the held-out clicks hardly tell:UserWarning")  # one session's clicks per row
+def test_a_row_per_session_told_counts_is_the_procedure_on_the_counts_of_those_sessions():
+    # a deterministic logger's sessions, a row per document shown in each (its click 0 or 1),
+    # a query's sessions one list: with aggregate="count" the position-based likelihood of the
+    # rows is that of the counts of those sessions, up to a constant per query
+    data = make_ranking(120, (8, 12), 6, seed=3)
+    sessions = 6
+    log = simulate_clicks(data.y, data.group, X=data.X, sessions_per_query=sessions, top_k=5, per_session=True,
+                          seed=3)
+    shown = log.session_rows >= 0
+    rows = log.session_rows[shown]
+    clicks = log.session_clicks[shown].astype(float)
+    position = np.broadcast_to(np.arange(1, shown.shape[1] + 1), shown.shape)[shown]
+    qid = np.repeat(log.session_query, shown.sum(axis=1))
+    params = THREADS["lightgbm"]
+    fit = gbrank.fit_clicks(data.X[rows], clicks, qid=qid, position=position, params=params, max_rounds=6,
+                            aggregate="count")
+    assert fit.objective.factory == "pbm_listnet" and fit.propensity_fit is not None
+    assert fit.params["lambda_l2"] == CLICK_L2
+    theta = fit.propensity_
+    scores = np.random.default_rng(0).normal(size=data.y.size)
+    per_session = gbrank.pbm_listnet(propensity=theta).bind(clicks, np.unique(qid, return_counts=True)[1],
+                                                             position=position)
+    counts = gbrank.pbm_listnet(propensity=theta).bind(log.clicks.astype(float), data.group, position=log.position)
+    query_clicks = np.add.reduceat(log.clicks.astype(float), np.cumsum(data.group) - data.group)
+    # every shown document is in every session: each query's softmax sums over `sessions` copies
+    assert per_session.loss(scores[rows]) == pytest.approx(counts.loss(scores) + np.log(sessions) * query_clicks.sum(),
+                                                           rel=1e-9)
+    # told nothing, 0/1 clicks read as whether clicked in any session
+    default = gbrank.fit_clicks(data.X[rows], clicks, qid=qid, position=position, params=params, max_rounds=6)
+    assert default.objective.factory == "pbm_cloglog" and default.params["lambda_l2"] == BINARY_CLICK_L2
+    # fit_propensity takes its penalty by the same reading
+    first = gbrank.fit_propensity(data.X[rows], clicks, qid=qid, position=position, params=params, rounds=6,
+                                  aggregate="count")
+    assert first.params["lambda_l2"] == CLICK_L2
+    assert gbrank.fit_propensity(data.X[rows], clicks, qid=qid, position=position, params=params,
+                                 rounds=6).params["lambda_l2"] == BINARY_CLICK_L2
 
 
 def test_the_criterion_leaves_out_rows_at_positions_the_fit_takes_as_unexamined():
