@@ -544,10 +544,10 @@ class ClickTrain(NamedTuple):
     ``X, clicks, group, position``: the rows as gbrank takes them (with a deterministic policy
     one row per document with its click count or binary click and its display position, -1
     for rows never shown; with a stochastic policy, or where the world asks for it, one row
-    per document shown in each session, every session a group of its own). ``order`` puts the rows in display order and
-    ``rank`` is the display rank of each row in that order (rows never shown at ranks past the
-    cut-off): the engines' own modes take ``X[order]``, ``clicks[order]``, ``rank``.
-    ``query`` is the query of each group (for holding out whole queries). ``sessions``: the
+    per document shown in each session, every session a group of its own). ``order`` puts
+    the rows in display order and ``rank`` is the display rank of each row in that order
+    (rows never shown at ranks past the cut-off): the engines' own modes take ``X[order]``,
+    ``clicks[order]``, ``rank``. ``query`` is the query of each group (for holding out whole queries). ``sessions``: the
     per-session records ``(session_rows, session_clicks)`` of a deterministic policy's log
     where the world keeps them (cascade clicks), else None. ``aggregate``: what
     :func:`gbrank.fit_clicks` is told a row's click says, ``"count"`` (the sessions it was
