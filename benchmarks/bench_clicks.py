@@ -547,9 +547,10 @@ class ClickTrain(NamedTuple):
     per document shown in each session, every session a group of its own). ``order`` puts
     the rows in display order and ``rank`` is the display rank of each row in that order
     (rows never shown at ranks past the cut-off): the engines' own modes take ``X[order]``,
-    ``clicks[order]``, ``rank``. ``query`` is the query of each group (for holding out whole queries). ``sessions``: the
-    per-session records ``(session_rows, session_clicks)`` of a deterministic policy's log
-    where the world keeps them (cascade clicks), else None. ``aggregate``: what
+    ``clicks[order]``, ``rank``. ``query`` is the query of each group (for holding out whole
+    queries). ``sessions``: the per-session records ``(session_rows, session_clicks)`` of a
+    deterministic policy's log where the world keeps them (cascade clicks), else None.
+    ``aggregate``: what
     :func:`gbrank.fit_clicks` is told a row's click says, ``"count"`` (the sessions it was
     clicked in; 0 or 1 on a row per session) or ``"binary"`` (whether it was clicked in
     any), or None (its default)."""

@@ -966,8 +966,7 @@ def fit_propensity(
     """
     _check_engine(engine)
     rounds = check_int("rounds", rounds, min=1)
-    if aggregate is not None:
-        aggregate = check_choice("aggregate", aggregate, ("count", "binary"))
+    aggregate = _check_aggregate(aggregate)
     X = _as_matrix(X)
     clicks, offsets, position = _check_log(clicks, group, qid, position)
     _check_rows(X, clicks.size)
@@ -990,6 +989,10 @@ def _engine_params(engine: str, params: dict | None, fix: str, *, binary: bool) 
     if not any(name in params for name in names):
         params[names[0]] = BINARY_CLICK_L2 if binary else CLICK_L2
     return params
+
+
+def _check_aggregate(aggregate) -> str | None:
+    return None if aggregate is None else check_choice("aggregate", aggregate, ("count", "binary"))
 
 
 def _reads_binary(clicks: np.ndarray, aggregate: str | None) -> bool:
@@ -1171,8 +1174,7 @@ def fit_clicks(
         raise ValueError(f"held_out must be a share of the queries in (0, 1), got {held_out!r}")
     seed = check_int("seed", seed, min=0, optional=True)
     refit = check_bool("refit", refit)
-    if aggregate is not None:
-        aggregate = check_choice("aggregate", aggregate, ("count", "binary"))
+    aggregate = _check_aggregate(aggregate)
     never_shown = check_float("never_shown", never_shown, min=0.0)
     if never_shown >= 1:
         raise ValueError(f"never_shown is a share of the deepest examined position's propensity, in [0, 1): "
